@@ -1,0 +1,298 @@
+"""The compiled time loop: :func:`integrate`.
+
+The run is split into chunks of ``chunk_saves`` saved nodes (``save_every`` steps each). A chunk
+is one ahead-of-time compiled function — an outer ``lax.scan`` over saved nodes around an inner
+``lax.scan`` of ``save_every`` steps — so no Python statement runs per step, memory stays bounded,
+a progress bar can move between chunks, and the compiled chunk is reused by every run of the same
+system, method, options and save stride (and, through JAX's persistent cache, by later processes).
+
+Failures: a step whose Newton solve does not converge, or whose new state is not finite, freezes
+the state; the engine raises :class:`~dalembert.errors.ConvergenceError` naming the step and time
+and carrying the trajectory up to the last good saved node.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from . import __version__, methods
+from .errors import ConvergenceError, InputError
+from .trajectory import Trajectory
+
+#: Target number of steps per compiled chunk.
+CHUNK_STEPS = 65536
+#: Smallest chunk (in saved nodes): short runs all share one compiled chunk.
+MIN_CHUNK_SAVES = 1024
+
+_COMPILED: dict = {}
+
+
+# ---------------------------------------------------------------------------------------------
+# input checks
+# ---------------------------------------------------------------------------------------------
+
+def _positive_finite(x, name):
+    try:
+        xf = float(x)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number; got {x!r}") from None
+    if not math.isfinite(xf):
+        raise InputError(f"{name} must be finite; got {xf}")
+    if xf <= 0:
+        raise InputError(f"{name} must be > 0; got {xf}")
+    return xf
+
+
+def step_count(h: float, t_final: float, save_every: int) -> int:
+    """Number of steps: ceil(t_final / h) (to 1e-9 relative), rounded up to a multiple of save_every."""
+    n = max(1, math.ceil(t_final / h - 1e-9))
+    return save_every * math.ceil(n / save_every)
+
+
+def _chunk_saves(n_saves: int, save_every: int, chunk_steps: int) -> int:
+    max_saves = max(1, chunk_steps // save_every)
+    pow2 = 1 << max(0, (n_saves - 1).bit_length())
+    return min(max_saves, max(pow2, min(MIN_CHUNK_SAVES, max_saves)))
+
+
+# ---------------------------------------------------------------------------------------------
+# compiled pieces
+# ---------------------------------------------------------------------------------------------
+
+def _node_outputs(system, obs):
+    lam = obs.lam if obs.lam is not None else jnp.zeros((0,), jnp.float64)
+    return {"q": obs.q, "v": obs.v, "p": obs.p, "lam": lam,
+            "energy": system.energy(obs.q, obs.v),
+            "constraint_residual": system.constraint_residual(obs.q, obs.v)}
+
+
+def _all_finite(tree):
+    leaves = jax.tree_util.tree_leaves(tree)
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
+
+
+def _make_chunk(system, scheme, save_every: int, chunk_saves: int):
+    def run_chunk(state, h, n_active):
+        def inner(carry, _):
+            st, ok, k, fail_at, it_sum, it_max = carry
+            new, info = scheme.step(st, h)
+            good = info.converged & _all_finite(new)
+            take = ok & good
+            st = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), new, st)
+            fail_at = jnp.where(ok & ~good, k, fail_at)
+            return (st, take, k + 1, fail_at, it_sum + info.iterations,
+                    jnp.maximum(it_max, info.iterations)), None
+
+        def outer(carry, j):
+            st, ok, k, fail_at, it_sum, it_max = carry
+            active = ok & (j < n_active)
+            (st2, ok2, k2, fail2, s2, m2), _ = lax.scan(
+                inner, (st, active, k, fail_at, it_sum, it_max), None, length=save_every)
+            # an inactive (padding) node leaves everything as it was
+            ok_out = jnp.where(j < n_active, ok2, ok)
+            carry = (st2, ok_out, jnp.where(active, k2, k), fail2, jnp.where(active, s2, it_sum),
+                     jnp.where(active, m2, it_max))
+            return carry, _node_outputs(system, scheme.observe(st2, h))
+
+        zero = jnp.array(0, jnp.int32)
+        carry0 = (state, jnp.array(True), zero, jnp.array(-1, jnp.int32), zero, zero)
+        (state, ok, k, fail_at, it_sum, it_max), outs = lax.scan(
+            outer, carry0, jnp.arange(chunk_saves))
+        return state, outs, ok, fail_at, it_sum, it_max
+    return run_chunk
+
+
+def _compiled(system, method, options: dict, q0, v0, h, save_every: int, chunk_saves: int):
+    key = (id(system), id(method), tuple(sorted(options.items())), save_every, chunk_saves,
+           q0.shape[0])
+    entry = _COMPILED.get(key)
+    if entry is None:
+        scheme = method.build(system, q0, **options)
+
+        def start(q0, v0, h):
+            state = scheme.init(q0, v0, h)
+            return state, _node_outputs(system, scheme.observe(state, h))
+
+        start_c = jax.jit(start).lower(q0, v0, h).compile()
+        state0, _ = start_c(q0, v0, h)
+        chunk_c = jax.jit(_make_chunk(system, scheme, save_every, chunk_saves)).lower(
+            state0, h, jnp.array(0, jnp.int32)).compile()
+        entry = (system, method, start_c, chunk_c)  # keep system/method alive: ids stay valid
+        _COMPILED[key] = entry
+    return entry[2], entry[3]
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entry point
+# ---------------------------------------------------------------------------------------------
+
+def integrate(system, method, *, q0, v0, h, t_final, save_every: int = 1, project: bool = False,
+              progress: bool | None = None, chunk_steps: int = CHUNK_STEPS,
+              metadata: dict | None = None, **options) -> Trajectory:
+    """Integrate a nonholonomic system with a structure-preserving method.
+
+    Parameters
+    ----------
+    system : NonholonomicSystem.
+    method : registered name (see ``dl.methods.available()``) or a Method object.
+    q0, v0 : (n,) initial configuration and velocity; v0 must satisfy μ(q0) v0 = ν(q0) to 1e-10
+        (relative to max(1, |v0|)) unless ``project=True``.
+    h : step size (s), > 0.
+    t_final : final time (s), > 0; the number of steps is ceil(t_final / h) rounded up to a
+        multiple of ``save_every`` (``metadata['t_final']`` is the time reached).
+    save_every : keep every K-th node (K ≥ 1).
+    project : project a constraint-violating v0 onto the constraint space (kinetic metric).
+    progress : show a progress bar (None: when stderr is a terminal and the run lasts > 1 s).
+    chunk_steps : steps per compiled chunk (memory / progress granularity).
+    metadata : extra entries for ``Trajectory.metadata`` (e.g. model parameters).
+    **options : passed to the method's ``build`` (e.g. ``fast_path=False``, ``rtol=1e-13``).
+
+    Returns
+    -------
+    Trajectory with t (N+1,), q, v, p (N+1, n), lam (N+1, m) or None, energy (N+1,),
+    constraint_residual (N+1, m) and metadata (incl. Newton statistics, wall time, steps/s).
+
+    Raises
+    ------
+    InputError (bad h, t_final, save_every, q0, v0, system callables), ConstraintViolationError,
+    UnknownNameError (method), ConvergenceError (a step failed; ``.trajectory`` holds the nodes
+    computed before it).
+    """
+    h = _positive_finite(h, "h")
+    t_final = _positive_finite(t_final, "t_final")
+    if not isinstance(save_every, (int, np.integer)) or save_every < 1:
+        raise InputError(f"save_every must be an integer ≥ 1; got {save_every!r}")
+    save_every = int(save_every)
+    method = methods.get(method)
+    q0n, v0n = system.check(q0, v0, project=project)
+    n_steps = step_count(h, t_final, save_every)
+    md = {
+        "system": system.name, "method": method.name, "traits": method.traits.as_dict(),
+        "h": h, "t_final": n_steps * h, "n_steps": n_steps, "save_every": save_every,
+        "options": {k: v for k, v in options.items()}, "q0": q0n.tolist(), "v0": v0n.tolist(),
+        "dalembert_version": __version__, "jax_version": jax.__version__,
+    }
+    md.update(metadata or {})
+    if not method.compiled:
+        return _integrate_uncompiled(system, method, q0n, v0n, h, n_steps, save_every, md, options)
+    return _integrate_compiled(system, method, q0n, v0n, h, n_steps, save_every, progress,
+                               chunk_steps, md, options)
+
+
+def _integrate_uncompiled(system, method, q0, v0, h, n_steps, save_every, md, options):
+    t = h * np.arange(0, n_steps + 1, save_every)
+    t0 = time.perf_counter()
+    q, v, info = method.solve(system, q0, v0, t, **options)
+    wall = time.perf_counter() - t0
+    diag = _diagnostics_fn(system)
+    energy, res, lam = (np.asarray(a) for a in diag(jnp.asarray(q), jnp.asarray(v)))
+    md.update(info)
+    md.update({"wall_time_s": wall, "steps_per_second": None, "node_velocity": method.traits.node_velocity})
+    p = np.asarray(jax.vmap(system.momentum)(jnp.asarray(q), jnp.asarray(v)))
+    return Trajectory(t=t, q=q, v=v, p=p, lam=lam, energy=energy, constraint_residual=res, metadata=md)
+
+
+_DIAG: dict = {}
+
+
+def _diagnostics_fn(system):
+    if id(system) not in _DIAG:
+        f = jax.jit(jax.vmap(lambda q, v: (system.energy(q, v), system.constraint_residual(q, v),
+                                           system.multiplier(q, v))))
+        _DIAG[id(system)] = (system, f)
+    return _DIAG[id(system)][1]
+
+
+def _integrate_compiled(system, method, q0, v0, h, n_steps, save_every, progress, chunk_steps, md,
+                        options):
+    n_saves = n_steps // save_every
+    chunk_saves = _chunk_saves(n_saves, save_every, chunk_steps)
+    q0j, v0j, hj = jnp.asarray(q0), jnp.asarray(v0), jnp.asarray(h, jnp.float64)
+    t_compile = time.perf_counter()
+    start, chunk = _compiled(system, method, options, q0j, v0j, hj, save_every, chunk_saves)
+    t_run = time.perf_counter()
+    compile_s = t_run - t_compile
+    state, out0 = start(q0j, v0j, hj)
+    pieces = [jax.tree_util.tree_map(lambda x: np.asarray(x)[None], out0)]
+    done, it_total, it_max = 0, 0, 0
+    bar = _ProgressBar(progress, n_saves, md)
+    failure = None
+    try:
+        while done < n_saves:
+            n_active = min(chunk_saves, n_saves - done)
+            state, outs, ok, fail_at, it_sum, it_mx = chunk(state, hj, jnp.array(n_active, jnp.int32))
+            outs = jax.tree_util.tree_map(np.asarray, outs)
+            it_total += int(it_sum)
+            it_max = max(it_max, int(it_mx))
+            if not bool(ok):
+                k_fail = done * save_every + int(fail_at)
+                good_saves = int(fail_at) // save_every
+                pieces.append(jax.tree_util.tree_map(lambda x: x[:good_saves], outs))
+                failure = k_fail
+                break
+            pieces.append(jax.tree_util.tree_map(lambda x: x[:n_active], outs))
+            done += n_active
+            bar.update(done, time.perf_counter() - t_run)
+    finally:
+        bar.close()
+    wall = time.perf_counter() - t_run
+    arrays = {k: np.concatenate([p_[k] for p_ in pieces]) for k in pieces[0]}
+    n_nodes = arrays["q"].shape[0]
+    steps_done = failure if failure is not None else n_steps
+    md.update({
+        "wall_time_s": wall, "compile_time_s": compile_s,
+        "steps_per_second": steps_done / wall if wall > 0 else None,
+        "newton": {"total_iterations": it_total, "max_iterations": it_max,
+                   "mean_iterations": it_total / max(steps_done, 1)},
+        "node_velocity": method.traits.node_velocity,
+    })
+    lam = arrays["lam"] if arrays["lam"].shape[-1] > 0 else None
+    traj = Trajectory(t=h * save_every * np.arange(n_nodes), q=arrays["q"], v=arrays["v"],
+                      p=arrays["p"], lam=lam, energy=arrays["energy"],
+                      constraint_residual=arrays["constraint_residual"], metadata=md)
+    if failure is not None:
+        kind = ("did not converge (Newton)" if method.traits.implicit
+                else "produced non-finite values")
+        raise ConvergenceError(
+            f"{method.name}: step {failure} (t = {failure * h:.6g} → {(failure + 1) * h:.6g}) "
+            f"{kind} or gave a non-finite state; {n_nodes} nodes up to t = {traj.t[-1]:.6g} are "
+            f"kept in .trajectory (try a smaller h)", step=failure, time=failure * h, trajectory=traj)
+    return traj
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr, started only when the run is long enough to need one."""
+
+    def __init__(self, progress, total, md):
+        self.want = progress
+        self.total = total
+        self.label = f"{md['system']} · {md['method']}"
+        self.bar = None
+        self.task = None
+
+    def update(self, done, elapsed):
+        if self.bar is None:
+            show = self.want if self.want is not None else sys.stderr.isatty()
+            expected = elapsed * self.total / max(done, 1)
+            if not show or expected < 1.0 or done >= self.total:
+                return
+            from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+            from rich.console import Console
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
+                                TimeElapsedColumn(), TimeRemainingColumn(),
+                                console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=self.total)
+        self.bar.update(self.task, completed=done)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,134 @@
+"""What a method is: a pure one-step map with traits, and the registry that lists them.
+
+A method builds, for a given system, a :class:`Scheme` of three pure functions:
+
+* ``init(q0, v0, h) -> state`` — the internal state at t_0 from constraint-consistent (q0, v0);
+* ``step(state, h) -> (state, StepInfo)`` — one step t_k → t_{k+1};
+* ``observe(state, h) -> Observation`` — what is reported at the node: q_k, a constraint-consistent
+  velocity v_k (each method documents its choice in ``traits.node_velocity``), the momentum p_k
+  and, where the method has one, the multiplier λ_k (Lagrange–d'Alembert sign convention).
+
+The engine compiles ``step`` into a ``lax.scan``; no Python runs per step. A new method is one
+module that defines a :class:`Method` subclass and calls :func:`register`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+import jax.numpy as jnp
+
+from ..errors import UnknownNameError
+
+
+class StepInfo(NamedTuple):
+    """Per-step solver statistics: converged (bool), iterations (int; 0 for explicit steps)."""
+
+    converged: Any
+    iterations: Any
+
+
+def explicit_info():
+    """The StepInfo of an explicit step."""
+    return StepInfo(jnp.array(True), jnp.array(0, jnp.int32))
+
+
+class Observation(NamedTuple):
+    """Node values: q (n,), v (n,), p (n,), lam (m,) or None."""
+
+    q: Any
+    v: Any
+    p: Any
+    lam: Any = None
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A method bound to a system: pure ``init``, ``step``, ``observe`` (see module doc)."""
+
+    init: Callable
+    step: Callable
+    observe: Callable
+
+
+@dataclass(frozen=True)
+class Traits:
+    """Queryable properties of a method.
+
+    order : global order of accuracy (in q and in the reported v).
+    symmetric : time-symmetric (self-adjoint) for symmetric discrete Lagrangians.
+    implicit : needs a nonlinear solve in general (see ``explicit_when``).
+    explicit_when : condition under which the step is explicit ('' if never / always).
+    preserves : the structure it keeps exactly (to round-off).
+    node_velocity : what the method reports as v_k.
+    source : paper and equation.
+    family : method family (module).
+    """
+
+    order: int
+    symmetric: bool
+    implicit: bool
+    preserves: tuple = ()
+    node_velocity: str = ""
+    source: str = ""
+    family: str = ""
+    explicit_when: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            "order": self.order, "symmetric": self.symmetric, "implicit": self.implicit,
+            "explicit_when": self.explicit_when, "preserves": list(self.preserves),
+            "node_velocity": self.node_velocity, "source": self.source, "family": self.family,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Method:
+    """Base class of the integrators. Subclasses implement :meth:`build`.
+
+    ``compiled`` is False for methods that do not run in the compiled engine (the SciPy
+    reference); those implement :meth:`solve` instead.
+    """
+
+    name: str
+    traits: Traits
+    description: str = ""
+    compiled: bool = field(default=True)
+
+    def build(self, system, q0) -> Scheme:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<method {self.name}: order {self.traits.order}, {self.traits.family}>"
+
+
+_REGISTRY: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    """Add a method to the registry under ``method.name`` (names are unique)."""
+    if method.name in _REGISTRY:
+        raise ValueError(f"method {method.name!r} registered twice")
+    _REGISTRY[method.name] = method
+    return method
+
+
+def get(name_or_method) -> Method:
+    """The registered method of that name (a Method object is returned as is).
+
+    Raises
+    ------
+    UnknownNameError naming the valid choices.
+    """
+    if isinstance(name_or_method, Method):
+        return name_or_method
+    try:
+        return _REGISTRY[name_or_method]
+    except (KeyError, TypeError):
+        raise UnknownNameError(
+            f"unknown method {name_or_method!r}; choose from: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def available() -> dict:
+    """Registered methods: ``{name: Traits}``, in registration order."""
+    return {name: m.traits for name, m in _REGISTRY.items()}

@@ -1,0 +1,157 @@
+"""The model zoo's common shape: parameters with defaults, a bound model, and the registry.
+
+A model module defines a :class:`ModelSpec` (name, parameters, a ``build(params)`` that returns a
+:class:`Model`) and registers it. ``dl.models.get(name, **params)`` validates the parameters and
+returns the bound model — built once per parameter set, so that compiled code is reused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..errors import InputError, UnknownNameError
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A model parameter: default value, meaning, unit, and an optional validity check.
+
+    check : callable value -> error message or None.
+    integer : the value must be an integer.
+    """
+
+    name: str
+    default: float
+    doc: str
+    unit: str = ""
+    check: Callable | None = None
+    integer: bool = False
+
+
+def positive(x):
+    return None if x > 0 else "must be > 0"
+
+
+@dataclass(eq=False)
+class Model:
+    """A model with its parameters bound.
+
+    name, params : the model name and the parameter values used.
+    system : the NonholonomicSystem.
+    q0, v0 : (n,) default initial state (constraint-consistent).
+    coordinates : names of the n coordinates.
+    path : indices of the two coordinates drawn as the configuration path.
+    exact_solution : None or callable (t (N,), q0, v0) -> (q (N, n), v (N, n)) in closed form.
+    invariants : {name: f(q, v) -> scalar} of quantities conserved by the continuous flow.
+    source : where the model and its data come from.
+    default_method, default_h, default_t_final : what ``dalembert run MODEL`` uses.
+    """
+
+    name: str
+    params: dict
+    system: object
+    q0: np.ndarray
+    v0: np.ndarray
+    coordinates: tuple
+    source: str
+    path: tuple = (0, 1)
+    exact_solution: Callable | None = None
+    invariants: dict = field(default_factory=dict)
+    default_method: str = "nh-rattle"
+    default_h: float = 0.01
+    default_t_final: float = 10.0
+    notes: str = ""
+
+    def solution(self, t, q0=None, v0=None):
+        """(q, v) at times t (t[0] is the initial time, 0): the exact solution where there is
+        one, else the reference ODE (DOP853, rtol = atol = 1e-13)."""
+        from ..methods.reference import reference_solution
+        q0 = self.q0 if q0 is None else np.asarray(q0, float)
+        v0 = self.v0 if v0 is None else np.asarray(v0, float)
+        t = np.asarray(t, float)
+        if self.exact_solution is not None:
+            return self.exact_solution(t, q0, v0)
+        q, v, _ = reference_solution(self.system, q0, v0, t)
+        return q, v
+
+    @property
+    def has_exact_solution(self) -> bool:
+        return self.exact_solution is not None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A registered model: ``build(params: dict) -> Model``."""
+
+    name: str
+    title: str
+    parameters: tuple
+    build: Callable
+    source: str
+    description: str = ""
+
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self.parameters}
+
+    def resolve(self, params: dict) -> dict:
+        """Defaults overridden by ``params``, validated (unknown names, types, ranges)."""
+        known = {p.name: p for p in self.parameters}
+        out = self.defaults()
+        for k, val in params.items():
+            if k not in known:
+                choices = ", ".join(known) or "(this model has no parameters)"
+                raise UnknownNameError(f"model {self.name!r} has no parameter {k!r}; valid: {choices}")
+            p = known[k]
+            try:
+                x = float(val)
+            except (TypeError, ValueError):
+                raise InputError(f"parameter {k} of {self.name} must be a number; got {val!r}") from None
+            if not np.isfinite(x):
+                raise InputError(f"parameter {k} of {self.name} must be finite; got {val!r}")
+            if p.integer:
+                if x != int(x):
+                    raise InputError(f"parameter {k} of {self.name} must be an integer; got {val!r}")
+                x = int(x)
+            msg = p.check(x) if p.check else None
+            if msg:
+                raise InputError(f"parameter {k} of {self.name} {msg}; got {val!r}")
+            out[k] = x
+        return out
+
+
+_SPECS: dict[str, ModelSpec] = {}
+_BUILT: dict = {}
+
+
+def register(spec: ModelSpec) -> ModelSpec:
+    _SPECS[spec.name] = spec
+    return spec
+
+
+def spec(name: str) -> ModelSpec:
+    try:
+        return _SPECS[name]
+    except KeyError:
+        raise UnknownNameError(f"unknown model {name!r}; choose from: {', '.join(sorted(_SPECS))}") from None
+
+
+def get(name: str, **params) -> Model:
+    """The model ``name`` with parameters (defaults for the rest); cached per parameter set.
+
+    Raises
+    ------
+    UnknownNameError (model or parameter name), InputError (bad value).
+    """
+    s = spec(name)
+    p = s.resolve(params)
+    key = (name, tuple(sorted(p.items())))
+    if key not in _BUILT:
+        _BUILT[key] = s.build(p)
+    return _BUILT[key]
+
+
+def available() -> dict:
+    """``{name: ModelSpec}`` of the registered models."""
+    return dict(_SPECS)

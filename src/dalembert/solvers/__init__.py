@@ -1,0 +1,4 @@
+"""Nonlinear solvers used inside implicit steps."""
+from .newton import NewtonResult, newton
+
+__all__ = ["newton", "NewtonResult"]

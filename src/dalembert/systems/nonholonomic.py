@@ -1,0 +1,352 @@
+"""Nonholonomic mechanical systems on R^n.
+
+A :class:`NonholonomicSystem` is the data (G, V, μ, ν) of a mechanical Lagrangian
+``L(q, v) = ½ vᵀ G(q) v − V(q)`` with linear (``μ(q) v = 0``) or affine (``μ(q) v = ν(q)``)
+velocity constraints. Everything else is derived with JAX autodiff: ∇V, the time derivative of
+μ along a motion, the kinetic-metric projectors P and Q, the reflection (P − Q)*, the multiplier
+λ(q, v) of the index-1 form and the Lagrange–d'Alembert acceleration.
+
+Conventions (Ferraro–Jiménez–Martín de Diego 2015, "New developments on the geometric
+nonholonomic integrator", §1–§2 and §6; restated in ``shared/papers/gni-2015-new-developments.md``
+§1):
+
+* Lagrange–d'Alembert equations (PUB (2)): ``d/dt(∂L/∂q̇) − ∂L/∂q = μ(q)ᵀ λ``, ``μ(q) q̇ = ν(q)``.
+  The multiplier ``λ`` reported by this module always has this sign.
+* ``C(q) = μ G⁻¹ μᵀ`` (m × m, SPD when the rows of μ are independent).
+* Projectors on velocities: ``Q = G⁻¹ μᵀ C⁻¹ μ``, ``P = I − Q``; on momenta (covectors)
+  ``Q* = Qᵀ = μᵀ C⁻¹ μ G⁻¹``, ``P* = I − Q*``. They are G-orthogonal. All are applied by linear
+  solves, never through explicit inverses.
+* Affine constraints: ``Π = G Y`` with ``μ Y = ν``; only ``Q*Π = μᵀ C⁻¹ ν`` is ever needed
+  (spec §1.3).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import linalg
+from ..errors import ConstraintViolationError, InputError, SystemError_
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+def _depends_on_input(fn: Callable, x) -> bool:
+    """True if the traced output of ``fn(x)`` depends on ``x`` (jaxpr data-flow analysis).
+
+    Conservative: any equation with a dependent input makes all its outputs dependent.
+    """
+    closed = jax.make_jaxpr(fn)(x)
+    jaxpr = closed.jaxpr
+    dep = {id(v) for v in jaxpr.invars}
+    for eqn in jaxpr.eqns:
+        if any(id(v) in dep for v in eqn.invars if type(v).__name__ != "Literal"):
+            dep.update(id(v) for v in eqn.outvars)
+    return any(id(v) in dep for v in jaxpr.outvars if type(v).__name__ != "Literal")
+
+
+def _as_vector(x, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be an array of numbers: {exc}") from None
+    if a.ndim != 1 or a.size == 0:
+        raise InputError(f"{name} must be a non-empty 1-D array; got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise InputError(f"{name} contains non-finite values: {a}")
+    return a
+
+
+def _call(fn, name: str, q, expected_shape: tuple, what: str):
+    try:
+        out = fn(jnp.asarray(q))
+    except Exception as exc:  # a user's callable may raise anything
+        raise SystemError_(f"{name}(q0) raised {type(exc).__name__}: {exc}") from exc
+    out = np.asarray(out, dtype=np.float64)
+    if out.shape != expected_shape:
+        raise SystemError_(
+            f"{name}(q0) returned shape {out.shape}; expected {expected_shape} ({what}) "
+            f"for q0 of shape {np.shape(q)}")
+    if not np.all(np.isfinite(out)):
+        raise SystemError_(f"{name}(q0) returned non-finite values: {out}")
+    return out
+
+
+@dataclass(frozen=True)
+class MetricFactor:
+    """A factored kinetic metric G(q) = L Lᵀ, used to apply G⁻¹ by triangular solves."""
+
+    L: jnp.ndarray
+
+    def solve(self, b):
+        """G⁻¹ b for b of shape (n,) or (n, k)."""
+        return linalg.cho_solve(self.L, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# the system
+# ---------------------------------------------------------------------------------------------
+
+class NonholonomicSystem:
+    """A mechanical system on R^n with linear or affine nonholonomic constraints.
+
+    Parameters
+    ----------
+    mass_matrix : callable q -> (n, n), or an (n, n) array
+        Kinetic metric G(q), symmetric positive definite (kg, kg·m, kg·m² blocks as the
+        coordinates require). An array, or a callable whose output does not depend on q (found
+        by tracing), marks the metric as constant, which enables the explicit fast paths.
+    potential : callable q -> scalar, optional
+        Potential energy V(q) (J). Default 0.
+    constraint_matrix : callable q -> (m, n)
+        Constraint covectors μ(q) as rows; 1 ≤ m < n, rows independent.
+    constraint_rhs : callable q -> (m,), optional
+        ν(q) for affine constraints μ(q) v = ν(q) (e.g. a turning table). Default: linear.
+    name : str
+        Used in messages, metadata and file names.
+
+    The callables take and return JAX arrays and must be traceable (``jnp``, not ``np``).
+    Checks of shapes, symmetry, positive definiteness and rank are made by :meth:`check` at the
+    initial state (the engine calls it), with messages naming the offending callable.
+
+    Source: Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) §1–§2, §6.
+    """
+
+    def __init__(self, mass_matrix, potential=None, constraint_matrix=None,
+                 constraint_rhs=None, name: str = "system"):
+        if constraint_matrix is None:
+            raise InputError("NonholonomicSystem needs constraint_matrix=lambda q: ... (shape (m, n))")
+        if callable(mass_matrix):
+            self._mass_fn = mass_matrix
+            self._mass_const = None
+        else:
+            G = np.asarray(mass_matrix, dtype=np.float64)
+            if G.ndim != 2 or G.shape[0] != G.shape[1]:
+                raise SystemError_(f"mass_matrix must be a callable or a square array; got shape {G.shape}")
+            self._mass_const = jnp.asarray(G)
+            self._mass_fn = lambda q: self._mass_const
+        for nm, f in (("potential", potential), ("constraint_matrix", constraint_matrix),
+                      ("constraint_rhs", constraint_rhs)):
+            if f is not None and not callable(f):
+                raise InputError(f"{nm} must be a callable taking q; got {type(f).__name__}")
+        self._potential = potential
+        self._mu = constraint_matrix
+        self._nu = constraint_rhs
+        self.name = str(name)
+        self._constant_metric: bool | None = None if self._mass_const is None else True
+
+    # --- repr / identity -----------------------------------------------------------------
+    def __repr__(self):
+        kind = "affine" if self.is_affine else "linear"
+        return f"NonholonomicSystem(name={self.name!r}, constraints={kind})"
+
+    @property
+    def is_affine(self) -> bool:
+        """True if the constraints are affine, μ(q) v = ν(q)."""
+        return self._nu is not None
+
+    def constant_metric(self, q) -> bool:
+        """True if G does not depend on q (decided once, by tracing ``mass_matrix`` at q)."""
+        if self._constant_metric is None:
+            self._constant_metric = not _depends_on_input(self._mass_fn, jnp.asarray(q))
+        return self._constant_metric
+
+    # --- the data ---------------------------------------------------------------------------
+    def mass_matrix(self, q):
+        """G(q), shape (n, n)."""
+        return jnp.asarray(self._mass_fn(q), dtype=jnp.float64)
+
+    def potential(self, q):
+        """V(q), scalar (J)."""
+        if self._potential is None:
+            return jnp.zeros((), jnp.float64)
+        return jnp.asarray(self._potential(q), dtype=jnp.float64).reshape(())
+
+    def grad_potential(self, q):
+        """∇V(q), shape (n,)."""
+        if self._potential is None:
+            return jnp.zeros_like(q)
+        return jax.grad(self.potential)(q)
+
+    def constraint_matrix(self, q):
+        """μ(q), shape (m, n)."""
+        return jnp.asarray(self._mu(q), dtype=jnp.float64)
+
+    def constraint_rhs(self, q):
+        """ν(q), shape (m,); zeros for linear constraints."""
+        if self._nu is None:
+            return jnp.zeros(self.constraint_matrix(q).shape[0], jnp.float64)
+        return jnp.asarray(self._nu(q), dtype=jnp.float64).reshape(-1)
+
+    # --- derived quantities -----------------------------------------------------------------
+    def factor_metric(self, q) -> MetricFactor:
+        """Cholesky factor of G(q), to apply G⁻¹ by solves."""
+        return MetricFactor(linalg.cholesky(self.mass_matrix(q)))
+
+    def constraint_gram(self, q, factor: MetricFactor | None = None):
+        """C(q) = μ G⁻¹ μᵀ, shape (m, m), and G⁻¹μᵀ, shape (n, m)."""
+        f = factor if factor is not None else self.factor_metric(q)
+        mu = self.constraint_matrix(q)
+        Gmu = f.solve(mu.T)
+        return linalg.mm(mu, Gmu), Gmu
+
+    def momentum(self, q, v):
+        """p = G(q) v, shape (n,)."""
+        return linalg.mv(self.mass_matrix(q), v)
+
+    def kinetic_energy(self, q, v):
+        """T = ½ vᵀ G(q) v (J)."""
+        return 0.5 * jnp.sum(v * linalg.mv(self.mass_matrix(q), v))
+
+    def energy(self, q, v):
+        """E = T + V (J), scalar."""
+        return self.kinetic_energy(q, v) + self.potential(q)
+
+    def hamiltonian(self, q, p):
+        """H(q, p) = ½ pᵀ G⁻¹ p + V(q) (J)."""
+        return 0.5 * jnp.sum(p * self.factor_metric(q).solve(p)) + self.potential(q)
+
+    def constraint_residual(self, q, v):
+        """μ(q) v − ν(q), shape (m,)."""
+        return linalg.mv(self.constraint_matrix(q), v) - self.constraint_rhs(q)
+
+    def constraint_residual_momentum(self, q, p):
+        """μ G⁻¹ p − ν, shape (m,): the constraint applied to a momentum."""
+        return self.constraint_residual(q, self.factor_metric(q).solve(p))
+
+    def projector_Q(self, q):
+        """Q = G⁻¹ μᵀ C⁻¹ μ (n, n): the G-orthogonal projector onto D^⊥ (acts on velocities)."""
+        C, Gmu = self.constraint_gram(q)
+        return linalg.mm(Gmu, linalg.solve_spd(C, self.constraint_matrix(q)))
+
+    def projector_P(self, q):
+        """P = I − Q (n, n): the G-orthogonal projector onto D = ker μ(q) (acts on velocities)."""
+        return jnp.eye(q.shape[0]) - self.projector_Q(q)
+
+    def reflect(self, q, p):
+        """(P − Q)* p = p − 2 μᵀ C⁻¹ μ G⁻¹ p: the GNI reflection of a momentum (spec §1.2)."""
+        f = self.factor_metric(q)
+        mu = self.constraint_matrix(q)
+        C, _ = self.constraint_gram(q, f)
+        return p - 2.0 * linalg.vm(linalg.solve_spd(C, linalg.mv(mu, f.solve(p))), mu)
+
+    def project_momentum(self, q, p):
+        """P* p + Q* Π (n,): the constraint-consistent part of a momentum (spec §2.1, §2.4)."""
+        f = self.factor_metric(q)
+        mu = self.constraint_matrix(q)
+        C, _ = self.constraint_gram(q, f)
+        r = linalg.mv(mu, f.solve(p)) - self.constraint_rhs(q)
+        return p - linalg.vm(linalg.solve_spd(C, r), mu)
+
+    def project_velocity(self, q, v):
+        """The G-orthogonal projection of v onto {μ(q) v = ν(q)}, shape (n,)."""
+        p = self.project_momentum(q, self.momentum(q, v))
+        return self.factor_metric(q).solve(p)
+
+    def constraint_derivative(self, q, v):
+        """d/dt μ(q(t)) along q̇ = v, shape (m, n)  (μ_q[v, ·] of spec §1.1)."""
+        return jax.jvp(self.constraint_matrix, (q,), (v,))[1]
+
+    def generalized_force(self, q, v):
+        """f(q, v) = ∂L/∂q − (dG/dt) v: the right-hand side of G q̈ = f + μᵀλ, shape (n,)."""
+        Gdot = jax.jvp(self.mass_matrix, (q,), (v,))[1]
+        dT_dq = jax.grad(lambda x: 0.5 * jnp.sum(v * linalg.mv(self.mass_matrix(x), v)))(q)
+        return dT_dq - self.grad_potential(q) - linalg.mv(Gdot, v)
+
+    def multiplier(self, q, v):
+        """λ(q, v), shape (m,): the Lagrange–d'Alembert multiplier of the index-1 form.
+
+        From ``G a = f + μᵀλ`` and ``μ a + μ̇ v = ν̇``:
+        ``C λ = ν̇ − μ̇ v − μ G⁻¹ f`` (spec §1.1, affine variant §8).
+        """
+        fac = self.factor_metric(q)
+        C, _ = self.constraint_gram(q, fac)
+        mu = self.constraint_matrix(q)
+        f = self.generalized_force(q, v)
+        nudot = jax.jvp(self.constraint_rhs, (q,), (v,))[1]
+        rhs = nudot - linalg.mv(self.constraint_derivative(q, v), v) - linalg.mv(mu, fac.solve(f))
+        return linalg.solve_spd(C, rhs)
+
+    def acceleration(self, q, v):
+        """q̈ of the Lagrange–d'Alembert equations (index-1 form), shape (n,)."""
+        lam = self.multiplier(q, v)
+        f = self.generalized_force(q, v) + linalg.vm(lam, self.constraint_matrix(q))
+        return self.factor_metric(q).solve(f)
+
+    # --- validation -------------------------------------------------------------------------
+    def check(self, q0, v0=None, *, project: bool = False, tol: float = 1e-10):
+        """Validate the system at an initial state and return it as float64 arrays.
+
+        Checks: q0 and v0 finite 1-D of equal length; G(q0) of shape (n, n), finite, symmetric
+        (to 1e-12 relative) and positive definite; V(q0) a finite scalar; μ(q0) of shape (m, n)
+        with 1 ≤ m < n and independent rows; ν(q0) of shape (m,); ∇V(q0) finite; and
+        ``‖μ(q0) v0 − ν(q0)‖∞ ≤ tol · max(1, ‖v0‖∞)``.
+
+        Parameters
+        ----------
+        q0, v0 : (n,) initial configuration and velocity.
+        project : if True, a violating v0 is replaced by its G-orthogonal projection onto the
+            constraint space instead of raising.
+        tol : constraint tolerance (default 1e-10).
+
+        Returns
+        -------
+        (q0, v0) as numpy float64 arrays (v0 projected if asked).
+
+        Raises
+        ------
+        InputError, SystemError_, ConstraintViolationError
+        """
+        q = _as_vector(q0, "q0")
+        n = q.size
+        G = _call(self.mass_matrix, "mass_matrix", q, (n, n), "the kinetic metric G(q)")
+        scale = max(1.0, float(np.max(np.abs(G))))
+        if np.max(np.abs(G - G.T)) > 1e-12 * scale:
+            raise SystemError_(
+                f"mass_matrix(q0) is not symmetric (max |G - Gᵀ| = {np.max(np.abs(G - G.T)):.3e})")
+        eig = np.linalg.eigvalsh(G)
+        if eig[0] <= 1e-14 * max(abs(eig[-1]), 1e-300):
+            raise SystemError_(
+                f"mass_matrix(q0) is not positive definite (eigenvalues {eig}); "
+                "the kinetic metric must be symmetric positive definite")
+        Vq = _call(lambda x: jnp.reshape(self.potential(x), ()), "potential", q, (), "a scalar")
+        mu_raw = np.asarray(self.constraint_matrix(jnp.asarray(q)))
+        if mu_raw.ndim != 2 or mu_raw.shape[1] != n:
+            raise SystemError_(
+                f"constraint_matrix(q0) returned shape {mu_raw.shape}; expected (m, {n}) "
+                f"(one row per constraint) for q0 of shape {q.shape}")
+        m = mu_raw.shape[0]
+        if not 1 <= m < n:
+            raise SystemError_(f"constraint_matrix(q0) has {m} rows; need 1 ≤ m < n = {n}")
+        mu = _call(self.constraint_matrix, "constraint_matrix", q, (m, n), "μ(q)")
+        sv = np.linalg.svd(mu, compute_uv=False)
+        if sv[-1] <= 1e-10 * max(sv[0], 1e-300):
+            raise SystemError_(
+                f"constraint_matrix(q0) is rank-deficient (singular values {sv}); "
+                "its rows must be independent")
+        if self._nu is not None:
+            nu = _call(self.constraint_rhs, "constraint_rhs", q, (m,), "ν(q), one entry per constraint")
+        else:
+            nu = np.zeros(m)
+        _call(self.grad_potential, "potential (gradient)", q, (n,), "∇V(q)")
+        del Vq
+        if v0 is None:
+            return q, None
+        v = _as_vector(v0, "v0")
+        if v.size != n:
+            raise InputError(f"v0 has length {v.size} but q0 has length {n}")
+        res = mu @ v - nu
+        bound = tol * max(1.0, float(np.max(np.abs(v))))
+        if np.max(np.abs(res)) > bound:
+            if not project:
+                raise ConstraintViolationError(
+                    f"v0 violates the constraints: |μ(q0) v0 − ν(q0)| = {np.max(np.abs(res)):.3e} "
+                    f"> {bound:.1e} (residual {res}); pass project=True (CLI: --project) to project "
+                    "v0 onto the constraint space in the kinetic metric", res)
+            v = np.asarray(self.project_velocity(jnp.asarray(q), jnp.asarray(v)))
+        return q, v

@@ -1,0 +1,101 @@
+"""The result object of an integration, and its self-describing file format.
+
+A :class:`Trajectory` holds the node arrays and a metadata dictionary (system, method and its
+traits, h, parameters, solver statistics, versions). ``save`` writes one ``.npz`` whose arrays
+are the fields below plus ``metadata`` (a JSON string): NumPy alone can read it back, no pickle.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+
+_ARRAYS = ("t", "q", "v", "p", "lam", "energy", "constraint_residual")
+
+
+@dataclass
+class Trajectory:
+    """Nodes of an integration.
+
+    t : (N+1,) times (s).
+    q : (N+1, n) configurations.
+    v : (N+1, n) constraint-consistent velocities (the method's choice: ``metadata['node_velocity']``).
+    p : (N+1, n) momenta reported with v (G(q) v for most methods).
+    lam : (N+1, m) multipliers (Lagrange–d'Alembert sign), or None where the method has none.
+    energy : (N+1,) E = ½ vᵀG(q)v + V(q) (J).
+    constraint_residual : (N+1, m) μ(q) v − ν(q).
+    metadata : dict (JSON-serialisable).
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    p: np.ndarray | None = None
+    lam: np.ndarray | None = None
+    energy: np.ndarray | None = None
+    constraint_residual: np.ndarray | None = None
+    metadata: dict = field(default_factory=dict)
+
+    def __len__(self):
+        return int(self.t.shape[0])
+
+    def __repr__(self):
+        md = self.metadata
+        return (f"Trajectory({md.get('system', '?')}, {md.get('method', '?')}, h={md.get('h')}, "
+                f"{len(self)} nodes, t ∈ [{self.t[0]:g}, {self.t[-1]:g}])")
+
+    @property
+    def relative_energy_error(self) -> np.ndarray:
+        """(N+1,) (E(t) − E(0)) / max(|E(0)|, tiny)."""
+        e0 = self.energy[0]
+        return (self.energy - e0) / max(abs(e0), np.finfo(float).tiny)
+
+    @property
+    def max_relative_energy_error(self) -> float:
+        return float(np.max(np.abs(self.relative_energy_error)))
+
+    @property
+    def max_constraint_residual(self) -> float:
+        return float(np.max(np.abs(self.constraint_residual)))
+
+    def save(self, path) -> Path:
+        """Write ``path`` (``.npz`` appended if missing). Returns the path written."""
+        path = Path(path)
+        if path.suffix != ".npz":
+            path = path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(".npz")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {k: np.asarray(getattr(self, k)) for k in _ARRAYS if getattr(self, k) is not None}
+        np.savez(path, metadata=np.array(json.dumps(self.metadata, default=_json_default)), **arrays)
+        return path
+
+
+def _json_default(o):
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
+
+
+def load(path) -> Trajectory:
+    """Read a file written by :meth:`Trajectory.save`.
+
+    Raises
+    ------
+    InputError if the file is missing or is not a dalembert trajectory.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"no such file: {path}")
+    with np.load(path, allow_pickle=False) as z:
+        if "metadata" not in z or "t" not in z:
+            raise InputError(f"{path} is not a dalembert trajectory file (no 't'/'metadata')")
+        md = json.loads(str(z["metadata"]))
+        kw = {k: np.array(z[k]) for k in _ARRAYS if k in z}
+    return Trajectory(metadata=md, **kw)
