@@ -4,6 +4,7 @@ Each model module gives parameters with defaults, a constraint-consistent defaul
 invariants, the exact solution where one is known, and its source.
 """
 from .base import Model, ModelSpec, Parameter, available, get, register, spec
-from . import test_problems  # noqa: F401  (registers p1-linear, p2-affine)
+from . import (chaotic_quartic, chaplygin_sleigh, gearbox, particle, rolling_disk,  # noqa: F401
+               test_problems)
 
 __all__ = ["Model", "ModelSpec", "Parameter", "available", "get", "register", "spec"]

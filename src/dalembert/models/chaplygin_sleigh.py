@@ -1,0 +1,102 @@
+"""The Chaplygin sleigh in canonical coordinates q = (x1, x2, θ) with its θ-dependent metric.
+
+L = ½[(J + m a²) θ̇² + m(ẋ1² + ẋ2² + 2 a θ̇(−ẋ1 sin θ + ẋ2 cos θ))], V = 0,
+constraint −ẋ1 sin θ + ẋ2 cos θ = 0 (the blade does not slip sideways); m the mass, J the inertia
+about the centre of mass, a the distance from the blade to the centre of mass
+(``discrete-gradients-2019.md`` §7.2; ``gni-2008-momentum-energy.md`` Example 3).
+
+Exact solution. With v = ẋ1 cos θ + ẋ2 sin θ, ω = θ̇ and K = J + m a²:
+v̇ = a ω², ω̇ = −(m a/K) v ω (2008 spec, Example 3), whose solution is
+v = A tanh(β(t + τ0)), ω = s B sech(β(t + τ0)), A = √(v0² + K ω0²/m), B = √(m/K) A,
+β = m a A/K, s = sign ω0, τ0 = atanh(v0/A)/β, and θ = θ0 + s (B/β)[gd(β(t+τ0)) − gd(βτ0)]
+(gd the Gudermannian). The position x = x0 + ∫ v (cos θ, sin θ) dt is computed by composite
+20-point Gauss–Legendre quadrature on panels of width ≤ 0.05 (round-off accurate).
+
+Default data: Figure 3 of Celledoni et al. 2019 — J = 8, a = m = 1, x = (−5, 0), θ = 0.1,
+ρ1 = √K θ̇ = 0.001, ρ2 = √m v = −0.6: the sleigh starts next to its unstable equilibrium
+(moving backwards) and turns round.
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..systems import NonholonomicSystem
+from .base import Model, ModelSpec, Parameter, positive, register
+
+SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.2 (discrete-gradients-2019.md §7.2); "
+          "Ferraro–Iglesias–Martín de Diego 2008 Example 3")
+
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(20)
+
+
+def _reduced(t, v0, w0, m, a, K):
+    """v(t), ω(t), θ(t) − θ0 for arrays t."""
+    if abs(w0) < 1e-300:
+        return np.full_like(t, v0), np.zeros_like(t), np.zeros_like(t)
+    A = np.sqrt(v0 ** 2 + K * w0 ** 2 / m)
+    B = np.sqrt(m / K) * A
+    beta = m * a * A / K
+    s = np.sign(w0)
+    tau0 = np.arctanh(v0 / A) / beta
+    u = beta * (t + tau0)
+    gd = lambda x: 2.0 * np.arctan(np.tanh(0.5 * x))  # noqa: E731
+    return A * np.tanh(u), s * B / np.cosh(u), s * (B / beta) * (gd(u) - gd(beta * tau0))
+
+
+def _exact(m, a, J):
+    K = J + m * a * a
+
+    def exact_solution(t, q0, v0):
+        t = np.asarray(t, float)
+        th0 = q0[2]
+        vel0 = v0[0] * np.cos(th0) + v0[1] * np.sin(th0)
+        w0 = v0[2]
+        v, w, dth = _reduced(t, vel0, w0, m, a, K)
+        th = th0 + dth
+        # cumulative quadrature of v (cos θ, sin θ) over [t_{i-1}, t_i]
+        x = np.zeros((t.size, 2))
+        x[0] = q0[:2]
+        for i in range(1, t.size):
+            n_pan = max(1, int(np.ceil((t[i] - t[i - 1]) / 0.05)))
+            edges = np.linspace(t[i - 1], t[i], n_pan + 1)
+            mid, half = 0.5 * (edges[1:] + edges[:-1]), 0.5 * (edges[1:] - edges[:-1])
+            tt = (mid[:, None] + half[:, None] * _GL_X[None, :]).ravel()
+            ww = (half[:, None] * _GL_W[None, :]).ravel()
+            vv, _, dd = _reduced(tt, vel0, w0, m, a, K)
+            x[i] = x[i - 1] + np.array([np.sum(ww * vv * np.cos(th0 + dd)),
+                                        np.sum(ww * vv * np.sin(th0 + dd))])
+        q = np.column_stack([x, th])
+        vel = np.column_stack([v * np.cos(th), v * np.sin(th), w])
+        return q, vel
+    return exact_solution
+
+
+def _build(p):
+    m, a, J = p["m"], p["a"], p["J"]
+    K = J + m * a * a
+
+    def mass_matrix(q):
+        s, c = jnp.sin(q[2]), jnp.cos(q[2])
+        return jnp.stack([jnp.stack([m + 0 * s, 0 * s, -m * a * s]),
+                          jnp.stack([0 * s, m + 0 * s, m * a * c]),
+                          jnp.stack([-m * a * s, m * a * c, K + 0 * s])])
+
+    def mu(q):
+        return jnp.stack([-jnp.sin(q[2]), jnp.cos(q[2]), jnp.zeros_like(q[2])])[None, :]
+
+    system = NonholonomicSystem(mass_matrix=mass_matrix, constraint_matrix=mu, name="chaplygin-sleigh")
+    th0, v_init, w_init = 0.1, -0.6 / np.sqrt(m), 0.001 / np.sqrt(K)
+    q0 = np.array([-5.0, 0.0, th0])
+    v0 = np.array([v_init * np.cos(th0), v_init * np.sin(th0), w_init])
+    return Model("chaplygin-sleigh", p, system, q0, v0, ("x1", "x2", "theta"), SOURCE,
+                 exact_solution=_exact(m, a, J), invariants={"energy": system.energy},
+                 default_method="gni-midpoint", default_h=0.1, default_t_final=200.0)
+
+
+register(ModelSpec(
+    "chaplygin-sleigh", "Chaplygin sleigh (canonical coordinates, θ-dependent metric)",
+    (Parameter("m", 1.0, "mass", "kg", positive),
+     Parameter("J", 8.0, "moment of inertia about the centre of mass", "kg m²", positive),
+     Parameter("a", 1.0, "distance from the blade to the centre of mass", "m", positive)),
+    _build, SOURCE, "A rigid body on a knife edge; exact (semi-analytic) solution."))
