@@ -69,6 +69,13 @@ def reflection_coefficients(system, q, p, factor):
     return s, mu
 
 
+def affine_reflection(system, q, p, factor=None):
+    """(P − Q)*p + 2 Q*Π at q, shape (n,): the GNI momentum jump (PUB (8), (26)); an involution."""
+    f = factor if factor is not None else system.factor_metric(q)
+    s, mu = reflection_coefficients(system, q, p, f)
+    return p - 2.0 * linalg.vm(s, mu)
+
+
 def gni_observe(system, factor_fn):
     """observe(state, h) for any scheme whose state is (q_k, p⁺_k, ...) (GNI and DLA)."""
     def observe(state, h):
@@ -111,8 +118,7 @@ def _explicit_step(system, factor_fn, a):
     def step(state, h):
         q, p, g = state
         f = factor_fn(q)
-        s, mu = reflection_coefficients(system, q, p, f)
-        p_half = p - 2.0 * linalg.vm(s, mu) - a * h * g
+        p_half = affine_reflection(system, q, p, f) - a * h * g
         q1 = q + h * f.solve(p_half)
         g1 = system.grad_potential(q1)
         return GNIState(q1, p_half - (1.0 - a) * h * g1, g1), explicit_info()
@@ -126,8 +132,7 @@ def _newton_step(system, factor_fn, L_d, rtol, max_iter):
     def step(state, h):
         q, p, g = state
         f = factor_fn(q)
-        s, mu = reflection_coefficients(system, q, p, f)
-        p_minus = p - 2.0 * linalg.vm(s, mu)
+        p_minus = affine_reflection(system, q, p, f)
         res = newton(lambda x: -D1(q, x, h) - p_minus, q + h * f.solve(p_minus),
                      rtol=rtol, max_iter=max_iter)
         return GNIState(res.x, D2(q, res.x, h), g), StepInfo(res.converged, res.iterations)

@@ -62,19 +62,25 @@ def _as_vector(x, name: str) -> np.ndarray:
     return a
 
 
-def _call(fn, name: str, q, expected_shape: tuple, what: str):
+def _shape_of(fn, name: str, q):
+    """Output shape of a user callable at q, by tracing only (nothing is compiled or run)."""
     try:
-        out = fn(jnp.asarray(q))
+        out = jax.eval_shape(fn, jax.ShapeDtypeStruct(q.shape, jnp.float64))
     except Exception as exc:  # a user's callable may raise anything
         raise SystemError_(f"{name}(q0) raised {type(exc).__name__}: {exc}") from exc
-    out = np.asarray(out, dtype=np.float64)
-    if out.shape != expected_shape:
+    return tuple(out.shape)
+
+
+def _expect_shape(shape, name: str, expected: tuple, what: str, q):
+    if shape != expected:
         raise SystemError_(
-            f"{name}(q0) returned shape {out.shape}; expected {expected_shape} ({what}) "
+            f"{name}(q0) returned shape {shape}; expected {expected} ({what}) "
             f"for q0 of shape {np.shape(q)}")
-    if not np.all(np.isfinite(out)):
-        raise SystemError_(f"{name}(q0) returned non-finite values: {out}")
-    return out
+
+
+def _expect_finite(x, name: str):
+    if not np.all(np.isfinite(x)):
+        raise SystemError_(f"{name}(q0) returned non-finite values: {x}")
 
 
 @dataclass(frozen=True)
@@ -279,6 +285,14 @@ class NonholonomicSystem:
         return self.factor_metric(q).solve(f)
 
     # --- validation -------------------------------------------------------------------------
+    def _evaluate_all(self, q):
+        """(G, V, μ, ν, ∇V) at q in one compiled call (eager JAX ops would compile one by one)."""
+        if getattr(self, "_eval_all", None) is None:
+            self._eval_all = jax.jit(lambda x: (self.mass_matrix(x), self.potential(x),
+                                                self.constraint_matrix(x), self.constraint_rhs(x),
+                                                self.grad_potential(x)))
+        return self._eval_all(q)
+
     def check(self, q0, v0=None, *, project: bool = False, tol: float = 1e-10):
         """Validate the system at an initial state and return it as float64 arrays.
 
@@ -304,7 +318,27 @@ class NonholonomicSystem:
         """
         q = _as_vector(q0, "q0")
         n = q.size
-        G = _call(self.mass_matrix, "mass_matrix", q, (n, n), "the kinetic metric G(q)")
+        qj = jnp.asarray(q)
+        _expect_shape(_shape_of(self.mass_matrix, "mass_matrix", qj), "mass_matrix", (n, n),
+                      "the kinetic metric G(q)", q)
+        vshape = _shape_of(self._potential or (lambda x: 0.0 * x[0]), "potential", qj)
+        if vshape not in ((), (1,)):
+            _expect_shape(vshape, "potential", (), "a scalar", q)
+        mshape = _shape_of(self.constraint_matrix, "constraint_matrix", qj)
+        if len(mshape) != 2 or mshape[1] != n:
+            raise SystemError_(
+                f"constraint_matrix(q0) returned shape {mshape}; expected (m, {n}) "
+                f"(one row per constraint) for q0 of shape {q.shape}")
+        m = mshape[0]
+        if not 1 <= m < n:
+            raise SystemError_(f"constraint_matrix(q0) has {m} rows; need 1 ≤ m < n = {n}")
+        if self._nu is not None:
+            _expect_shape(_shape_of(self._nu, "constraint_rhs", qj), "constraint_rhs", (m,),
+                          "ν(q), one entry per constraint", q)
+        G, V, mu, nu, dV = (np.asarray(x) for x in self._evaluate_all(qj))
+        for x, nm in ((G, "mass_matrix"), (V, "potential"), (mu, "constraint_matrix"),
+                      (nu, "constraint_rhs"), (dV, "potential (gradient)")):
+            _expect_finite(x, nm)
         scale = max(1.0, float(np.max(np.abs(G))))
         if np.max(np.abs(G - G.T)) > 1e-12 * scale:
             raise SystemError_(
@@ -314,27 +348,11 @@ class NonholonomicSystem:
             raise SystemError_(
                 f"mass_matrix(q0) is not positive definite (eigenvalues {eig}); "
                 "the kinetic metric must be symmetric positive definite")
-        Vq = _call(lambda x: jnp.reshape(self.potential(x), ()), "potential", q, (), "a scalar")
-        mu_raw = np.asarray(self.constraint_matrix(jnp.asarray(q)))
-        if mu_raw.ndim != 2 or mu_raw.shape[1] != n:
-            raise SystemError_(
-                f"constraint_matrix(q0) returned shape {mu_raw.shape}; expected (m, {n}) "
-                f"(one row per constraint) for q0 of shape {q.shape}")
-        m = mu_raw.shape[0]
-        if not 1 <= m < n:
-            raise SystemError_(f"constraint_matrix(q0) has {m} rows; need 1 ≤ m < n = {n}")
-        mu = _call(self.constraint_matrix, "constraint_matrix", q, (m, n), "μ(q)")
         sv = np.linalg.svd(mu, compute_uv=False)
         if sv[-1] <= 1e-10 * max(sv[0], 1e-300):
             raise SystemError_(
                 f"constraint_matrix(q0) is rank-deficient (singular values {sv}); "
                 "its rows must be independent")
-        if self._nu is not None:
-            nu = _call(self.constraint_rhs, "constraint_rhs", q, (m,), "ν(q), one entry per constraint")
-        else:
-            nu = np.zeros(m)
-        _call(self.grad_potential, "potential (gradient)", q, (n,), "∇V(q)")
-        del Vq
         if v0 is None:
             return q, None
         v = _as_vector(v0, "v0")

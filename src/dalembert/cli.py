@@ -1,0 +1,345 @@
+"""The command line: ``dalembert list | run | convergence | reproduce | bench``.
+
+Every error ends the program with one line on stderr (``dalembert: error: ...``) and a non-zero
+exit status; set ``DALEMBERT_DEBUG=1`` for the traceback. The persistent JAX compilation cache is
+on (``$DALEMBERT_CACHE_DIR``, default ``~/.cache/dalembert/jax``), so a second run of the same
+model and method does not compile again.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+EXIT_USAGE = 2
+EXIT_ERROR = 1
+
+
+# ---------------------------------------------------------------------------------------------
+# parsing helpers
+# ---------------------------------------------------------------------------------------------
+
+def _parse_params(items) -> dict:
+    out = {}
+    for it in items:
+        if "=" not in it:
+            raise click.UsageError(f"--param expects NAME=VALUE; got {it!r}")
+        k, v = it.split("=", 1)
+        try:
+            out[k.strip()] = float(v)
+        except ValueError:
+            raise click.UsageError(f"--param {k}: {v!r} is not a number") from None
+    return out
+
+
+def _parse_inits(items, model) -> dict:
+    out = {}
+    n = model.q0.size
+    for it in items:
+        if "=" not in it:
+            raise click.UsageError(f"--init expects NAME=V1,V2,...; got {it!r} (names: q0, v0)")
+        k, v = (s.strip() for s in it.split("=", 1))
+        if k not in ("q0", "v0"):
+            raise click.UsageError(f"--init: unknown initial-state name {k!r}; valid: q0, v0")
+        try:
+            vals = [float(x) for x in v.split(",") if x.strip() != ""]
+        except ValueError:
+            raise click.UsageError(f"--init {k}: {v!r} is not a comma-separated list of numbers") from None
+        if len(vals) != n:
+            raise click.UsageError(
+                f"--init {k}: {model.name} has {n} coordinates ({', '.join(model.coordinates)}); got {len(vals)} values")
+        out[k] = vals
+    return out
+
+
+def _floats(text: str, what: str) -> list:
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.UsageError(f"{what}: {text!r} is not a comma-separated list of numbers") from None
+    if not vals:
+        raise click.UsageError(f"{what}: empty list")
+    return vals
+
+
+def _console():
+    from rich.console import Console
+    return Console()
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+# ---------------------------------------------------------------------------------------------
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dalembert")
+def cli():
+    """dalembert — structure-preserving integrators for nonholonomic mechanical systems."""
+
+
+@cli.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+def list_cmd(as_json):
+    """List the models (parameters, defaults) and the methods (traits)."""
+    import dalembert as dl
+    models = {name: {"title": s.title, "source": s.source,
+                     "parameters": {p.name: {"default": p.default, "doc": p.doc, "unit": p.unit}
+                                    for p in s.parameters}}
+              for name, s in dl.models.available().items()}
+    meths = {name: t.as_dict() for name, t in dl.methods.available().items()}
+    if as_json:
+        click.echo(json.dumps({"models": models, "methods": meths}, indent=2, ensure_ascii=False))
+        return
+    from rich.table import Table
+    con = _console()
+    t = Table(title="Models", show_lines=True)
+    for col in ("name", "description", "parameters (default)"):
+        t.add_column(col)
+    for name, s in dl.models.available().items():
+        params = "\n".join(f"{p.name} = {p.default:g} {p.unit}".rstrip() + f" — {p.doc}" for p in s.parameters) or "—"
+        t.add_row(name, s.title, params)
+    con.print(t)
+    t = Table(title="Methods", show_lines=True)
+    for col in ("name", "order", "symmetric", "implicit", "preserves", "source"):
+        t.add_column(col)
+    for name, tr in dl.methods.available().items():
+        impl = "yes" if tr.implicit else "no"
+        if tr.implicit and tr.explicit_when:
+            impl += f" (explicit for {tr.explicit_when})"
+        t.add_row(name, str(tr.order), "yes" if tr.symmetric else "no", impl,
+                  "\n".join(tr.preserves) or "—", tr.source)
+    con.print(t)
+
+
+@cli.command()
+@click.argument("model")
+@click.option("--method", "method_name", default=None, help="Method name (default: the model's).")
+@click.option("--h", "h", type=float, default=None, help="Step size (default: the model's).")
+@click.option("--t-final", "t_final", type=float, default=None, help="Final time (default: the model's).")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Model parameter.")
+@click.option("--init", "inits", multiple=True, metavar="NAME=V1,V2,...", help="Initial state: q0=... or v0=...")
+@click.option("--save-every", type=int, default=1, show_default=True, help="Keep every K-th node.")
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Output directory (default runs/MODEL-METHOD).")
+@click.option("--project", is_flag=True, help="Project v0 onto the constraint space if it violates it.")
+@click.option("--no-plots", is_flag=True, help="Skip the PNG figures.")
+def run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots):
+    """Integrate a built-in MODEL; write trajectory.npz, summary.json and PNG plots."""
+    import numpy as np
+
+    import dalembert as dl
+    from dalembert import plots
+
+    spec = dl.models.spec(model)
+    mdl = dl.models.get(spec.name, **_parse_params(params))
+    init = _parse_inits(inits, mdl)
+    method = dl.methods.get(method_name or mdl.default_method)
+    if save_every < 1:
+        raise click.UsageError(f"--save-every must be ≥ 1; got {save_every}")
+    h = mdl.default_h if h is None else h
+    T = mdl.default_t_final if t_final is None else t_final
+    q0 = np.asarray(init.get("q0", mdl.q0), float)
+    v0 = np.asarray(init.get("v0", mdl.v0), float)
+    outdir = Path(out) if out else Path("runs") / f"{mdl.name}-{method.name}"
+    t0 = time.perf_counter()
+    traj = dl.integrate(mdl.system, method, q0=q0, v0=v0, h=h, t_final=T, save_every=save_every,
+                        project=project, metadata={"model": mdl.name, "parameters": mdl.params})
+    files = [traj.save(outdir / "trajectory.npz")]
+    if not no_plots:
+        files += plots.run_figures(traj, mdl, outdir)
+    summary = _summary(traj, mdl, time.perf_counter() - t0, files)
+    (outdir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False))
+    _print_summary(summary, outdir)
+
+
+def _summary(traj, mdl, total_wall, files) -> dict:
+    import numpy as np
+    md = traj.metadata
+    inv = {}
+    for name, f in mdl.invariants.items():
+        import jax
+        vals = np.asarray(jax.vmap(f)(traj.q, traj.v))
+        scale = max(abs(vals[0]), 1e-300)
+        inv[name] = {"initial": float(vals[0]), "max_relative_deviation": float(np.max(np.abs(vals - vals[0])) / scale)}
+    return {
+        "model": mdl.name, "parameters": mdl.params, "method": md["method"], "h": md["h"],
+        "t_final": md["t_final"], "n_steps": md["n_steps"], "save_every": md["save_every"],
+        "nodes": len(traj),
+        "max_relative_energy_error": traj.max_relative_energy_error,
+        "energy_is_invariant": "energy" in mdl.invariants,
+        "max_constraint_residual": traj.max_constraint_residual,
+        "invariants": inv,
+        "newton": md.get("newton"),
+        "integration_wall_time_s": md.get("wall_time_s"), "compile_time_s": md.get("compile_time_s"),
+        "steps_per_second": md.get("steps_per_second"), "total_wall_time_s": total_wall,
+        "node_velocity": md.get("node_velocity"),
+        "files": [str(f) for f in files],
+    }
+
+
+def _print_summary(s, outdir):
+    from rich.table import Table
+    t = Table(title=f"{s['model']} · {s['method']} · h = {s['h']:g} · T = {s['t_final']:g}", show_header=False)
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("steps", f"{s['n_steps']:,}")
+    t.add_row("max |ΔE|/E", f"{s['max_relative_energy_error']:.3e}" +
+              ("" if s["energy_is_invariant"] else "  (not an invariant here)"))
+    t.add_row("max constraint residual", f"{s['max_constraint_residual']:.3e}")
+    for k, v in s["invariants"].items():
+        if k != "energy":
+            t.add_row(f"max rel. drift of {k}", f"{v['max_relative_deviation']:.3e}")
+    if s["newton"] and s["newton"]["total_iterations"]:
+        t.add_row("Newton iterations", f"mean {s['newton']['mean_iterations']:.2f}, max {s['newton']['max_iterations']}")
+    if s["steps_per_second"]:
+        t.add_row("speed", f"{s['steps_per_second']:,.0f} steps/s "
+                  f"(integration {s['integration_wall_time_s']:.3f} s, compile {s['compile_time_s']:.2f} s)")
+    t.add_row("output", str(outdir))
+    _console().print(t)
+
+
+@cli.command()
+@click.argument("model")
+@click.option("--methods", "methods_", default="nh-rattle,gni-euler-a,gni-euler-b",
+              show_default=True, help="Comma-separated method names.")
+@click.option("--h", "hs", default="0.1,0.05,0.025,0.0125", show_default=True, help="Comma-separated step sizes.")
+@click.option("--t-final", "t_final", type=float, default=None, help="Final time (default: the model's).")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Model parameter.")
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Output directory (default runs/convergence-MODEL).")
+def convergence(model, methods_, hs, t_final, params, out):
+    """Errors against the exact/reference solution, fitted orders, a log-log PNG and a table."""
+    import dalembert as dl
+    from dalembert import plots
+
+    spec = dl.models.spec(model)
+    mdl = dl.models.get(spec.name, **_parse_params(params))
+    names = [m.strip() for m in methods_.split(",") if m.strip()]
+    for name in names:
+        dl.methods.get(name)  # unknown names fail before any work
+    hlist = _floats(hs, "--h")
+    if any(x <= 0 for x in hlist):
+        raise click.UsageError("--h: step sizes must be > 0")
+    if len(hlist) < 2:
+        raise click.UsageError("--h: give at least two step sizes to fit an order")
+    res = dl.convergence(mdl, names, hlist, t_final=t_final)
+    outdir = Path(out) if out else Path("runs") / f"convergence-{mdl.name}"
+    outdir.mkdir(parents=True, exist_ok=True)
+    plots.convergence_figure(res, outdir / "convergence.png")
+    (outdir / "convergence.json").write_text(json.dumps(res.as_dict(), indent=2))
+    from rich.table import Table
+    t = Table(title=f"{mdl.name}: error at T = {res.t_final:g} vs {res.reference}")
+    t.add_column("method")
+    for h in res.hs:
+        t.add_column(f"h={h:g}", justify="right")
+    t.add_column("order q", justify="right")
+    t.add_column("order v", justify="right")
+    for name, e in res.errors_q.items():
+        t.add_row(name, *[f"{x:.3e}" for x in e], f"{res.orders_q[name]:.2f}", f"{res.orders_v[name]:.2f}")
+    con = _console()
+    con.print(t)
+    con.print(f"wrote {outdir / 'convergence.png'} and {outdir / 'convergence.json'}")
+
+
+@cli.command()
+@click.argument("experiments", nargs=-1)
+@click.option("--quick", is_flag=True, help="Short versions (what CI runs).")
+@click.option("--out", "out", type=click.Path(file_okay=False), default="reports/latest", show_default=True,
+              help="Output directory for index.html, checks.json and figures.")
+@click.option("--list", "list_only", is_flag=True, help="List the experiments and exit.")
+def reproduce(experiments, quick, out, list_only):
+    """Run the papers' experiments and write a self-contained HTML report with their checks."""
+    from dalembert import experiments as ex
+    from dalembert.report import write_report
+    if list_only:
+        for e in ex.available().values():
+            click.echo(f"{e.id:32s} {e.title}")
+        return
+    chosen = [ex.get(x) for x in experiments] if experiments else list(ex.available().values())
+    con = _console()
+    results = []
+    for e in chosen:
+        con.print(f"[bold]{e.id}[/bold] — {e.title}{' (quick)' if quick else ''}")
+        r = ex.run(e, quick=quick, out=Path(out))
+        for c in r.checks:
+            mark = "[green]PASS[/green]" if c.passed else "[red]FAIL[/red]"
+            con.print(f"  {mark} {c.claim}: measured {c.measured} (expected {c.expected})")
+        results.append(r)
+    index = write_report(results, Path(out), quick=quick)
+    n_fail = sum(not c.passed for r in results for c in r.checks)
+    n = sum(len(r.checks) for r in results)
+    con.print(f"{n - n_fail}/{n} checks passed; report: {index}")
+    if n_fail:
+        sys.exit(EXIT_ERROR)
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="Few steps (a smoke test, not a measurement).")
+@click.option("--models", "models_", default="gearbox,chaotic-quartic", show_default=True)
+@click.option("--methods", "methods_", default=None, help="Comma-separated (default: all compiled methods).")
+@click.option("--out", "out", type=click.Path(dir_okay=False), default=None, help="Also write the table (markdown) here.")
+def bench(quick, models_, methods_, out):
+    """Steps per second of each method, against a NumPy loop and SciPy's DOP853."""
+    import dalembert as dl
+    from dalembert import bench as b
+    models = [m.strip() for m in models_.split(",") if m.strip()]
+    for m in models:
+        dl.models.spec(m)
+    meths = None
+    if methods_:
+        meths = [m.strip() for m in methods_.split(",") if m.strip()]
+        for m in meths:
+            dl.methods.get(m)
+    res = b.run_benchmarks(models=tuple(models), methods=meths, quick=quick)
+    table = b.format_table(res)
+    click.echo(table)
+    if out:
+        Path(out).write_text(table + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# entry point: one-line errors
+# ---------------------------------------------------------------------------------------------
+
+def main(argv=None):
+    """Console entry point (``dalembert``)."""
+    debug = bool(os.environ.get("DALEMBERT_DEBUG"))
+    try:
+        from dalembert import _config
+        _config.enable_compilation_cache()
+        cli.main(args=argv, prog_name="dalembert", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("dalembert: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        if debug:
+            raise
+        click.echo(f"dalembert: error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        click.echo("dalembert: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the CLI contract is one line, no traceback
+        if debug:
+            raise
+        from dalembert.errors import DalembertError, UnknownNameError
+        msg = " ".join(str(exc).split())
+        if isinstance(exc, UnknownNameError):
+            click.echo(f"dalembert: error: {msg}", err=True)
+            sys.exit(EXIT_USAGE)
+        if isinstance(exc, DalembertError):
+            click.echo(f"dalembert: error: {msg}", err=True)
+        else:
+            click.echo(f"dalembert: error: {type(exc).__name__}: {msg} (DALEMBERT_DEBUG=1 for the traceback)", err=True)
+        sys.exit(EXIT_ERROR)
+    sys.exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,106 @@
+"""The experiment framework behind ``dalembert reproduce``.
+
+An experiment is a function ``run(quick: bool, out: Path) -> ExperimentResult`` registered under
+an id prefixed by its paper (``ferraro2015-``, ``celledoni2019-``, ...). It returns its data, the
+figures it drew, and its checks: each a claim, the expected value or range, the measured value,
+pass/fail and the source of the expectation. ``quick`` versions (shorter times, fewer
+trajectories) are what CI runs; the full versions are what the report shows.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import UnknownNameError
+
+
+@dataclass
+class Check:
+    """claim, expected (text), measured (text), passed, source (paper / target id)."""
+
+    claim: str
+    expected: str
+    measured: str
+    passed: bool
+    source: str = ""
+
+    def as_dict(self):
+        return {"claim": self.claim, "expected": self.expected, "measured": self.measured,
+                "passed": bool(self.passed), "source": self.source}
+
+
+def check_range(claim, value, lo, hi, source="", fmt="{:.3f}") -> Check:
+    """A Check that lo ≤ value ≤ hi."""
+    return Check(claim, f"in [{fmt.format(lo)}, {fmt.format(hi)}]", fmt.format(value),
+                 bool(lo <= value <= hi), source)
+
+
+def check_below(claim, value, bound, source="", fmt="{:.2e}") -> Check:
+    """A Check that value ≤ bound."""
+    return Check(claim, f"≤ {fmt.format(bound)}", fmt.format(value), bool(value <= bound), source)
+
+
+def check_above(claim, value, bound, source="", fmt="{:.2e}") -> Check:
+    """A Check that value > bound."""
+    return Check(claim, f"> {fmt.format(bound)}", fmt.format(value), bool(value > bound), source)
+
+
+@dataclass
+class ExperimentResult:
+    id: str
+    title: str
+    paper: str
+    description: str
+    checks: list = field(default_factory=list)
+    figures: list = field(default_factory=list)   # paths of PNG files
+    data: dict = field(default_factory=dict)       # JSON-serialisable
+    notes: str = ""
+    quick: bool = False
+    wall_time_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    title: str
+    paper: str
+    description: str
+    func: Callable  # (quick, out_dir) -> (checks, figures, data, notes)
+
+
+_REGISTRY: dict[str, Experiment] = {}
+
+
+def experiment(id: str, title: str, paper: str, description: str = ""):
+    """Decorator registering ``func(quick: bool, out: Path) -> (checks, figures, data, notes)``."""
+    def deco(func):
+        _REGISTRY[id] = Experiment(id, title, paper, description or (func.__doc__ or "").strip(), func)
+        return func
+    return deco
+
+
+def available() -> dict:
+    return dict(_REGISTRY)
+
+
+def get(id: str) -> Experiment:
+    try:
+        return _REGISTRY[id]
+    except KeyError:
+        raise UnknownNameError(f"unknown experiment {id!r}; choose from: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def run(exp: Experiment, quick: bool = False, out: Path = Path("reports/latest")) -> ExperimentResult:
+    """Run one experiment; figures go to ``out/figures/<id>/``."""
+    fig_dir = Path(out) / "figures" / exp.id
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    checks, figures, data, notes = exp.func(quick, fig_dir)
+    return ExperimentResult(exp.id, exp.title, exp.paper, exp.description, list(checks),
+                            list(figures), data, notes, quick, time.perf_counter() - t0)

@@ -1,0 +1,127 @@
+"""Command-line tests: every subcommand end to end (in-process), and the one-line error contract
+(unknown model / method / parameter, malformed --init: one line on stderr, non-zero exit)."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dalembert as dl
+from dalembert.cli import main
+
+
+def run_cli(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_list_json_names_every_model_and_method(capsys):
+    code, out, _ = run_cli(["list", "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert set(data["models"]) == set(dl.models.available())
+    assert set(data["methods"]) == set(dl.methods.available())
+    assert data["methods"]["nh-rattle"]["order"] == 2
+
+
+def test_run_writes_files_that_reload_and_satisfy_the_constraint(tmp_path, capsys):
+    out = tmp_path / "run"
+    code, _, err = run_cli(["run", "nonholonomic-particle", "--method", "nh-rattle", "--h", "0.05",
+                            "--t-final", "2", "--out", str(out)], capsys)
+    assert code == 0, err
+    for f in ("trajectory.npz", "summary.json", "path.png", "energy.png", "constraint.png"):
+        assert (out / f).stat().st_size > 0
+    traj = dl.load(out / "trajectory.npz")
+    summary = json.loads((out / "summary.json").read_text())
+    assert traj.q.shape == (41, 3) and np.isclose(traj.t[-1], 2.0)
+    assert summary["n_steps"] == 40
+    # Thm 1 of Ferraro et al. 2008 (flat metric, V = 0): |Δq_k/h| is constant along the GNI
+    speeds = np.linalg.norm(np.diff(traj.q, axis=0), axis=1) / 0.05
+    assert np.ptp(speeds) < 1e-12 * speeds[0]
+    # the node energy uses the averaged velocity: conserved only to O(h²)
+    assert 1e-12 < summary["max_relative_energy_error"] < 1e-2
+    assert summary["max_constraint_residual"] < 1e-13
+    assert summary["invariants"]["y-momentum"]["max_relative_deviation"] < 1e-12
+
+
+def test_run_param_and_init_are_used(tmp_path, capsys):
+    out = tmp_path / "disk"
+    code, _, err = run_cli(["run", "vertical-rolling-disk", "--method", "gni-midpoint", "--h", "0.1",
+                            "--t-final", "1", "--param", "r=2", "--init", "q0=0,0,0,0",
+                            "--init", "v0=2,0,0.5,1", "--no-plots", "--out", str(out)], capsys)
+    assert code == 0, err
+    traj = dl.load(out / "trajectory.npz")
+    assert traj.metadata["parameters"]["r"] == 2.0
+    np.testing.assert_allclose(traj.q[0], [0, 0, 0, 0])
+    # the disk's exact flow has constant θ̇ (kept exactly by the GNI) and φ̇ (kept to O(h²))
+    np.testing.assert_allclose(traj.v[:, 2], 0.5, atol=1e-13)
+    np.testing.assert_allclose(traj.v[:, 3], 1.0, atol=1e-2)
+    assert np.ptp(traj.v[:, 3]) > 0  # with r = 2 (not the default 1) the GNI is not exact in φ̇
+
+
+def test_run_rejects_inconsistent_initial_velocity_unless_projected(tmp_path, capsys):
+    args = ["run", "nonholonomic-particle", "--h", "0.1", "--t-final", "0.5", "--no-plots",
+            "--init", "q0=0,1,0", "--init", "v0=1,0,0", "--out", str(tmp_path / "x")]
+    code, _, err = run_cli(args, capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "violates the constraints" in err
+    code, _, err = run_cli(args + ["--project"], capsys)
+    assert code == 0, err
+    traj = dl.load(tmp_path / "x" / "trajectory.npz")
+    assert np.max(np.abs(traj.constraint_residual)) < 1e-13
+
+
+def test_convergence_fits_second_order_for_rattle(tmp_path, capsys):
+    out = tmp_path / "conv"
+    code, _, err = run_cli(["convergence", "nonholonomic-particle", "--methods", "nh-rattle,gni-euler-a",
+                            "--h", "0.2,0.1,0.05", "--t-final", "2", "--out", str(out)], capsys)
+    assert code == 0, err
+    data = json.loads((out / "convergence.json").read_text())
+    assert (out / "convergence.png").stat().st_size > 0
+    assert abs(data["orders_q"]["nh-rattle"] - 2) < 0.15
+    # V = 0: L_d^A = L_d^SV, so GNI-A is the same scheme as RATTLE on the particle
+    np.testing.assert_allclose(data["errors_q"]["gni-euler-a"], data["errors_q"]["nh-rattle"], rtol=1e-10)
+
+
+def test_reproduce_lists_and_runs_one_experiment(tmp_path, capsys):
+    code, out, _ = run_cli(["reproduce", "--list"], capsys)
+    assert code == 0 and "ferraro2015-adjointness" in out
+    code, _, err = run_cli(["reproduce", "ferraro2015-adjointness", "--quick", "--out", str(tmp_path)], capsys)
+    assert code == 0, err
+    checks = json.loads((tmp_path / "checks.json").read_text())
+    assert checks["total"] > 0 and checks["passed"] == checks["total"]
+    html = (tmp_path / "index.html").read_text()
+    assert "data:image/png;base64," in html and "ferraro2015-adjointness" in html
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "no-such-model"], "unknown model 'no-such-model'; choose from:"),
+    (["run", "gearbox", "--method", "no-such-method"], "unknown method 'no-such-method'; choose from:"),
+    (["run", "gearbox", "--param", "stiffness=2"], "has no parameter 'stiffness'; valid: asymmetry"),
+    (["run", "gearbox", "--param", "asymmetry"], "--param expects NAME=VALUE"),
+    (["run", "gearbox", "--init", "q0=1,2"], "has 3 coordinates"),
+    (["run", "gearbox", "--init", "q0=1,a,3"], "not a comma-separated list of numbers"),
+    (["run", "gearbox", "--init", "p0=1,2,3"], "unknown initial-state name 'p0'"),
+    (["run", "gearbox", "--h", "-0.1"], "h must be > 0"),
+    (["run", "gearbox", "--h", "nan"], "h must be finite"),
+    (["run", "chaplygin-sleigh", "--param", "m=-1"], "must be > 0"),
+    (["convergence", "gearbox", "--methods", "nh-rattle,bogus"], "unknown method 'bogus'"),
+    (["reproduce", "no-such-experiment"], "unknown experiment"),
+    (["run", "gearbox", "--bogus-option"], "No such option"),
+])
+def test_cli_errors_are_one_line_and_nonzero(args, needle, capsys):
+    code, _, err = run_cli(args, capsys)
+    assert code != 0
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dalembert: error:") and needle in lines[0]
+    assert "Traceback" not in err
+
+
+def test_console_script_exit_status():
+    """The installed entry point itself (a real process): non-zero exit, one line, no traceback."""
+    p = subprocess.run([sys.executable, "-m", "dalembert.cli", "run", "nope"], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "unknown model" in p.stderr
