@@ -15,6 +15,7 @@ import numpy as np
 from .errors import InputError
 
 _ARRAYS = ("t", "q", "v", "p", "lam", "energy", "constraint_residual")
+_RESERVED = set(_ARRAYS) | {"metadata"}
 
 
 @dataclass
@@ -29,6 +30,8 @@ class Trajectory:
     energy : (N+1,) E = ½ vᵀG(q)v + V(q) (J).
     constraint_residual : (N+1, m) μ(q) v − ν(q).
     metadata : dict (JSON-serialisable).
+    extra : {name: (N+1, ...) array} further node arrays of systems whose state is not (q, v)
+        (e.g. ``R`` and ``omega`` on SO(3)); each is also an attribute (``traj.R``).
     """
 
     t: np.ndarray
@@ -39,6 +42,17 @@ class Trajectory:
     energy: np.ndarray | None = None
     constraint_residual: np.ndarray | None = None
     metadata: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+    def __getattr__(self, name):
+        extra = self.__dict__.get("extra", {})
+        if name in extra:
+            return extra[name]
+        raise AttributeError(f"Trajectory has no field {name!r} (fields: {', '.join(self.fields())})")
+
+    def fields(self) -> list:
+        """Names of the node arrays present."""
+        return [k for k in _ARRAYS if getattr(self, k) is not None] + list(self.extra)
 
     def __len__(self):
         return int(self.t.shape[0])
@@ -69,6 +83,10 @@ class Trajectory:
             path = path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(".npz")
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {k: np.asarray(getattr(self, k)) for k in _ARRAYS if getattr(self, k) is not None}
+        for k, a in self.extra.items():
+            if k in _RESERVED:
+                raise InputError(f"extra array name {k!r} clashes with a standard field")
+            arrays[k] = np.asarray(a)
         np.savez(path, metadata=np.array(json.dumps(self.metadata, default=_json_default)), **arrays)
         return path
 
@@ -98,4 +116,5 @@ def load(path) -> Trajectory:
             raise InputError(f"{path} is not a dalembert trajectory file (no 't'/'metadata')")
         md = json.loads(str(z["metadata"]))
         kw = {k: np.array(z[k]) for k in _ARRAYS if k in z}
-    return Trajectory(metadata=md, **kw)
+        extra = {k: np.array(z[k]) for k in z.files if k not in _RESERVED}
+    return Trajectory(metadata=md, extra=extra, **kw)

@@ -125,3 +125,17 @@ def test_console_script_exit_status():
     p = subprocess.run([sys.executable, "-m", "dalembert.cli", "run", "nope"], capture_output=True, text=True)
     assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "unknown model" in p.stderr
+
+
+def test_persistent_compilation_cache_is_written_and_reused(tmp_path):
+    """A `dalembert run` stores its compiled chunk on disk; a second run finds it (cache hits)."""
+    import os
+    env = dict(os.environ, DALEMBERT_CACHE_DIR=str(tmp_path / "cache"))
+    args = [sys.executable, "-m", "dalembert.cli", "run", "p1-linear", "--h", "0.1", "--t-final", "1",
+            "--no-plots", "--out", str(tmp_path / "o")]
+    subprocess.run(args, env=env, check=True, capture_output=True)
+    entries = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(entries) >= 2  # at least the start-up function and the chunk
+    subprocess.run(args, env=env, check=True, capture_output=True)
+    # the second run compiled nothing new: the cache holds the same entries
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == entries
