@@ -1,0 +1,160 @@
+"""dalembert.linalg (small unrolled dense solves) and dalembert.solvers.newton.
+
+Every solve is compared with NumPy/LAPACK on random matrices; Newton is checked for the
+quadratic convergence it promises and for reporting failure (converged=False) instead of a silent
+NaN on an equation without a real root.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dalembert  # noqa: F401  (enables float64)
+from dalembert import linalg
+from dalembert.solvers.newton import newton
+
+RNG = np.random.default_rng(20240611)
+_solve = linalg.solve
+_solve_spd = linalg.solve_spd
+_cholesky = linalg.cholesky
+_cho_solve = linalg.cho_solve
+
+
+def _spd(n, rng):
+    A = rng.normal(size=(n, n))
+    return A @ A.T + n * np.eye(n)
+
+
+def _rel(x, y):
+    return np.max(np.abs(np.asarray(x) - y)) / max(1.0, np.max(np.abs(y)))
+
+
+@pytest.mark.parametrize("n", [1, 3, 6, linalg.UNROLL_MAX, linalg.UNROLL_MAX + 2])
+def test_spd_solves_match_numpy(n):
+    A = _spd(n, RNG)
+    b = RNG.normal(size=n)
+    B = RNG.normal(size=(n, 3))
+    L = np.asarray(_cholesky(jnp.asarray(A)))
+    # a lower-triangular factor with positive diagonal that reproduces A = L Lᵀ
+    assert np.allclose(np.triu(L, 1), 0.0)
+    assert np.all(np.diag(L) > 0)
+    assert _rel(L @ L.T, A) < 1e-13
+    assert _rel(L, np.linalg.cholesky(A)) < 1e-12
+    assert _rel(_cho_solve(jnp.asarray(L), jnp.asarray(b)), np.linalg.solve(A, b)) < 1e-12
+    assert _rel(_cho_solve(jnp.asarray(L), jnp.asarray(B)), np.linalg.solve(A, B)) < 1e-12
+    assert _rel(_solve_spd(jnp.asarray(A), jnp.asarray(b)), np.linalg.solve(A, b)) < 1e-12
+    assert _rel(_solve_spd(jnp.asarray(A), jnp.asarray(B)), np.linalg.solve(A, B)) < 1e-12
+
+
+@pytest.mark.parametrize("n", [1, 3, 6, linalg.UNROLL_MAX + 3])
+def test_general_solve_matches_numpy(n):
+    A = RNG.normal(size=(n, n)) + 0.5 * np.eye(n)
+    b = RNG.normal(size=n)
+    B = RNG.normal(size=(n, 2))
+    assert _rel(_solve(jnp.asarray(A), jnp.asarray(b)), np.linalg.solve(A, b)) < 1e-10
+    assert _rel(_solve(jnp.asarray(A), jnp.asarray(B)), np.linalg.solve(A, B)) < 1e-10
+
+
+@pytest.mark.parametrize("n,m", [(3, 1), (4, 2)])
+def test_general_solve_needs_pivoting_saddle_point(n, m):
+    """The KKT matrix [[G, μᵀ], [μ, 0]] has a zero diagonal block: elimination without row
+    pivoting divides by zero (or by a tiny number); with partial pivoting the solve is exact."""
+    G = _spd(n, RNG)
+    mu = RNG.normal(size=(m, n))
+    K = np.block([[G, mu.T], [mu, np.zeros((m, m))]])
+    # put the zero-diagonal rows first so that the very first pivot is 0
+    perm = np.r_[np.arange(n, n + m), np.arange(n)]
+    K = K[perm][:, perm]
+    assert K[0, 0] == 0.0
+    rhs = RNG.normal(size=n + m)
+    x = np.asarray(_solve(jnp.asarray(K), jnp.asarray(rhs)))
+    assert np.all(np.isfinite(x))
+    assert _rel(x, np.linalg.solve(K, rhs)) < 1e-10
+    assert np.max(np.abs(K @ x - rhs)) < 1e-10
+
+
+def test_small_products_match_numpy():
+    A = RNG.normal(size=(3, 4))
+    B = RNG.normal(size=(4, 2))
+    x = RNG.normal(size=4)
+    y = RNG.normal(size=3)
+    assert _rel(linalg.mv(jnp.asarray(A), jnp.asarray(x)), A @ x) < 1e-14
+    assert _rel(linalg.vm(jnp.asarray(y), jnp.asarray(A)), y @ A) < 1e-14
+    assert _rel(linalg.mm(jnp.asarray(A), jnp.asarray(B)), A @ B) < 1e-14
+
+
+def test_cholesky_of_indefinite_matrix_is_not_finite():
+    """Documented contract: no exception inside a trace, non-finite entries instead."""
+    A = jnp.asarray(np.diag([1.0, -1.0, 2.0]))
+    assert not np.all(np.isfinite(np.asarray(linalg.cholesky(A))))
+
+
+def test_solves_are_jittable_and_agree_with_eager():
+    A = _spd(4, RNG)
+    b = RNG.normal(size=4)
+    f = jax.jit(linalg.solve_spd)
+    g = jax.jit(linalg.solve)
+    assert _rel(f(jnp.asarray(A), jnp.asarray(b)), np.linalg.solve(A, b)) < 1e-12
+    assert _rel(g(jnp.asarray(A), jnp.asarray(b)), np.linalg.solve(A, b)) < 1e-12
+
+
+# ---------------------------------------------------------------------------------------------
+# Newton
+# ---------------------------------------------------------------------------------------------
+
+def _F2(x):
+    # root (√2, √2); Jacobian [[2x, 2y], [1, -1]] regular near the root
+    return jnp.stack([x[0] ** 2 + x[1] ** 2 - 4.0, x[0] - x[1]])
+
+
+def test_newton_converges_to_root():
+    res = newton(_F2, jnp.array([1.0, 2.0]))
+    assert bool(res.converged)
+    assert np.max(np.abs(np.asarray(res.x) - np.sqrt(2.0))) < 1e-14
+    assert int(res.iterations) <= 8
+
+
+def test_newton_converges_quadratically():
+    """Running with max_iter = k returns the k-th iterate; the errors must satisfy
+    e_{k+1} ≈ c e_k² with c = |f''/(2 f')| at the root (here 1/(2√2) ≈ 0.354)."""
+    F = lambda x: x ** 2 - 2.0  # noqa: E731
+    root = np.sqrt(2.0)
+    errs = []
+    for k in range(1, 7):
+        res = newton(F, jnp.array([1.0]), max_iter=k, rtol=0.0)
+        assert int(res.iterations) == k
+        errs.append(abs(float(res.x[0]) - root))
+    errs = np.array(errs)
+    ratios = [errs[i + 1] / errs[i] ** 2 for i in range(len(errs) - 1) if errs[i + 1] > 1e-13]
+    assert len(ratios) >= 3
+    for r in ratios:
+        assert 0.25 < r < 0.5, (errs, ratios)
+    assert errs[-1] < 1e-15
+
+
+def test_newton_custom_jacobian_agrees():
+    J = lambda x: jnp.array([[2 * x[0], 2 * x[1]], [1.0, -1.0]])  # noqa: E731
+    a = newton(_F2, jnp.array([1.0, 2.0]), jacobian=J)
+    b = newton(_F2, jnp.array([1.0, 2.0]))
+    assert bool(a.converged) and bool(b.converged)
+    assert np.max(np.abs(np.asarray(a.x) - np.asarray(b.x))) < 1e-15
+
+
+@pytest.mark.parametrize("x0", [0.5, 3.0, -1.7])
+def test_newton_reports_failure_without_root(x0):
+    """x² + 1 = 0 has no real root: Newton must stop within max_iter with converged=False."""
+    res = newton(lambda x: x ** 2 + 1.0, jnp.array([x0]), max_iter=25)
+    assert not bool(res.converged)
+    assert 1 <= int(res.iterations) <= 25
+
+
+def test_newton_reports_failure_on_non_finite_iterate():
+    """A zero derivative at the start gives an infinite update: failure, not a NaN 'success'."""
+    res = newton(lambda x: x ** 2 + 1.0, jnp.array([0.0]), max_iter=25)
+    assert not bool(res.converged)
+
+
+def test_newton_is_jittable_and_vmappable():
+    solve = jax.jit(jax.vmap(lambda c: newton(lambda x: x ** 2 - c, jnp.array([1.0])).x[0]))
+    cs = jnp.array([2.0, 3.0, 5.0])
+    assert np.max(np.abs(np.asarray(solve(cs)) - np.sqrt(np.asarray(cs)))) < 1e-14
