@@ -1,8 +1,9 @@
 """The compiled time loop: :func:`integrate`.
 
 The run is split into chunks of ``chunk_saves`` saved nodes (``save_every`` steps each). A chunk
-is one ahead-of-time compiled function — an outer ``lax.scan`` over saved nodes around an inner
-``lax.scan`` of ``save_every`` steps — so no Python statement runs per step, memory stays bounded,
+is one ahead-of-time compiled function — ``lax.scan`` loops over blocks of saved nodes, over the
+nodes of a block and over the ``save_every`` steps of a node (see :func:`_make_chunk` for why
+three) — so no Python statement runs per step, memory stays bounded,
 a progress bar can move between chunks, and the compiled chunk is reused by every run of the same
 system, method, options and save stride (and, through JAX's persistent cache, by later processes).
 
@@ -78,7 +79,51 @@ def _all_finite(tree):
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
 
 
-def _make_chunk(system, scheme, save_every: int, chunk_saves: int):
+#: Largest size (bytes) of the per-block record buffer; see :func:`_make_chunk`.
+BLOCK_BYTES = 512
+
+
+def _record_layout(system, scheme, state, h):
+    """Names (sorted), shapes, flat sizes and common dtype of the node outputs."""
+    shapes = jax.eval_shape(lambda s, hh: _node_outputs(system, scheme.observe(s, hh)), state, h)
+    names = sorted(shapes)
+    dtype = jnp.result_type(*[shapes[k].dtype for k in names])
+    sizes = [math.prod(shapes[k].shape) for k in names]
+    return names, [shapes[k].shape for k in names], sizes, dtype
+
+
+def _make_chunk(system, scheme, save_every: int, chunk_saves: int, state, h):
+    """The compiled body of one chunk: ``chunk_saves`` saved nodes, ``save_every`` steps each.
+
+    Three nested ``lax.scan`` loops: steps within a node, nodes within a *block*, blocks within
+    the chunk. The node outputs are computed per node (as the method's ``observe`` defines them)
+    and packed into one flat record; a block of records is kept in a buffer of at most
+    :data:`BLOCK_BYTES` bytes, and only the outermost loop writes into the chunk-sized output.
+
+    Why: XLA:CPU's runtime runs the kernels of a loop body one after the other only when all
+    their buffers are small (≤ 512 B) or the body has at most 8 kernels; otherwise it schedules
+    them through a concurrent executor whose overhead (about 1 µs per iteration on this
+    project's 2-core machine) is 15–20× the cost of a RATTLE step. Writing each node's outputs
+    straight into the chunk-sized arrays put the per-node loop in that regime; with the blocks it
+    runs sequentially (gearbox, nh-rattle, save_every=1: 1.2 → 0.6 µs/step; docs/benchmarks.md).
+    The node outputs are the same, bit for bit.
+    """
+    names, shapes, sizes, dtype = _record_layout(system, scheme, state, h)
+    width = sum(sizes)
+    block = max(1, min(chunk_saves, BLOCK_BYTES // (width * jnp.dtype(dtype).itemsize)))
+    n_blocks = -(-chunk_saves // block)
+
+    def pack(outs):
+        return jnp.concatenate([jnp.ravel(outs[k]).astype(dtype) for k in names])
+
+    def unpack(flat):
+        lead = flat.shape[:-1]
+        res, i = {}, 0
+        for k, shp, sz in zip(names, shapes, sizes):
+            res[k] = flat[..., i:i + sz].reshape(lead + tuple(shp))
+            i += sz
+        return res
+
     def run_chunk(state, h, n_active):
         def inner(carry, _):
             st, ok, k, fail_at, it_sum, it_max = carry
@@ -90,7 +135,7 @@ def _make_chunk(system, scheme, save_every: int, chunk_saves: int):
             return (st, take, k + 1, fail_at, it_sum + info.iterations,
                     jnp.maximum(it_max, info.iterations)), None
 
-        def outer(carry, j):
+        def node(carry, j):
             st, ok, k, fail_at, it_sum, it_max = carry
             active = ok & (j < n_active)
             (st2, ok2, k2, fail2, s2, m2), _ = lax.scan(
@@ -99,12 +144,16 @@ def _make_chunk(system, scheme, save_every: int, chunk_saves: int):
             ok_out = jnp.where(j < n_active, ok2, ok)
             carry = (st2, ok_out, jnp.where(active, k2, k), fail2, jnp.where(active, s2, it_sum),
                      jnp.where(active, m2, it_max))
-            return carry, _node_outputs(system, scheme.observe(st2, h))
+            return carry, pack(_node_outputs(system, scheme.observe(st2, h)))
+
+        def run_block(carry, b):
+            return lax.scan(node, carry, b * block + jnp.arange(block, dtype=jnp.int32))
 
         zero = jnp.array(0, jnp.int32)
         carry0 = (state, jnp.array(True), zero, jnp.array(-1, jnp.int32), zero, zero)
-        (state, ok, k, fail_at, it_sum, it_max), outs = lax.scan(
-            outer, carry0, jnp.arange(chunk_saves))
+        (state, ok, k, fail_at, it_sum, it_max), recs = lax.scan(
+            run_block, carry0, jnp.arange(n_blocks, dtype=jnp.int32))
+        outs = unpack(recs.reshape(n_blocks * block, -1)[:chunk_saves])
         return state, outs, ok, fail_at, it_sum, it_max
     return run_chunk
 
@@ -122,7 +171,7 @@ def _compiled(system, method, options: dict, q0, v0, h, save_every: int, chunk_s
 
         start_c = jax.jit(start).lower(q0, v0, h).compile()
         state0, _ = start_c(q0, v0, h)
-        chunk_c = jax.jit(_make_chunk(system, scheme, save_every, chunk_saves)).lower(
+        chunk_c = jax.jit(_make_chunk(system, scheme, save_every, chunk_saves, state0, h)).lower(
             state0, h, jnp.array(0, jnp.int32)).compile()
         entry = (system, method, start_c, chunk_c)  # keep system/method alive: ids stay valid
         _COMPILED[key] = entry
