@@ -111,7 +111,13 @@ def load(path) -> Trajectory:
     path = Path(path)
     if not path.exists():
         raise InputError(f"no such file: {path}")
-    with np.load(path, allow_pickle=False) as z:
+    try:
+        z = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise InputError(f"{path} is not a dalembert trajectory file (not a readable .npz: {exc})") from None
+    if not hasattr(z, "files"):  # a plain .npy array
+        raise InputError(f"{path} is not a dalembert trajectory file (a single array, not an .npz)")
+    with z:
         if "metadata" not in z or "t" not in z:
             raise InputError(f"{path} is not a dalembert trajectory file (no 't'/'metadata')")
         md = json.loads(str(z["metadata"]))

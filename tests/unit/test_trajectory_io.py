@@ -64,10 +64,6 @@ def test_load_rejects_non_trajectory_npz(tmp_path):
         dl.load(tmp_path / "missing.npz")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (src/dalembert/trajectory.py load): a file that is not an .npz archive at all (here a "
-    "text file named .npz) makes np.load raise a bare ValueError about pickled data instead of "
-    "the documented InputError"))
 def test_load_rejects_non_npz_file(tmp_path):
     p = tmp_path / "junk.npz"
     p.write_text("this is not a trajectory\n")

@@ -7,8 +7,8 @@ but a *discrete constraint* replaces the reflection. Unknowns (q_{k+1}, λ_k):
     D1 L_d(q_k, q_{k+1}) + D2 L_d(q_{k−1}, q_k) = μ(q_k)ᵀ λ_k
     ω_d(q_k, q_{k+1}) = 0,   default ω_d = μ(q̄)(q_{k+1} − q_k)/h − ν(q̄),  q̄ = (q_k + q_{k+1})/2
 
-In one-step form the state is (q_k, p⁺_k = D2 L_d(q_{k−1}, q_k)), started with p⁺_0 = G(q_0) v_0,
-and the n + m equations are solved by Newton.
+In one-step form the state is (q_k, p⁺_k = D2 L_d(q_{k−1}, q_k)), started as the GNI is
+(:func:`~dalembert.methods.gni.startup_init`), and the n + m equations are solved by Newton.
 
 Reported at the nodes: q_k; v_k = G⁻¹(P* p⁺_k + Q*Π), the node momentum projected onto the
 constraint space (p⁺_k itself satisfies the constraint only to O(h)); no multiplier (λ_k belongs
@@ -26,7 +26,7 @@ from .. import linalg
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .base import Method, Observation, Scheme, StepInfo
-from .gni import GNIState, legendre_init, metric_factor_fn, reflection_coefficients
+from .gni import GNIState, startup_init, metric_factor_fn, reflection_coefficients
 
 
 def midpoint_constraint(system) -> Callable:
@@ -48,7 +48,8 @@ class DLA(Method):
     discrete_lagrangian: Any = None
     discrete_constraint: Any = None
 
-    def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
+    def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER,
+              startup: str = "consistent") -> Scheme:
         L_d, _ = dls.resolve(self.discrete_lagrangian, system)
         omega = (self.discrete_constraint or midpoint_constraint)(system)
         factor_fn = metric_factor_fn(system, q0)
@@ -78,4 +79,4 @@ class DLA(Method):
             pbar = state.p - linalg.vm(s, mu)
             return Observation(state.q, f.solve(pbar), pbar, None)
 
-        return Scheme(legendre_init(system), step, observe)
+        return Scheme(startup_init(system, startup), step, observe)

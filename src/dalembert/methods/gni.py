@@ -9,7 +9,9 @@ nonholonomic integrator", Nonlinearity 28 (2015) (``shared/papers/gni-2015-new-d
     2. solve −D1 L_d(q_k, q_{k+1}, h) = p⁻_k for q_{k+1}         (Newton; Jacobian −D12 L_d)
     3. p⁺_{k+1} = D2 L_d(q_k, q_{k+1}, h)
 
-Start-up: p⁺_0 = G(q_0) v_0 (Legendre), so that the first reflection is the identity.
+Start-up (option ``startup``): ``"consistent"`` (default) p⁺_0 = G v_0 − (h/2)μᵀλ(q_0, v_0), or
+``"legendre"`` p⁺_0 = G v_0 (the paper's p⁺_0 = p_0; then the reported multiplier oscillates with
+period 2); see :func:`startup_init`.
 
 Reported at the nodes: q_k; the averaged momentum p̄_k = (p⁺_k + p⁻_k)/2 = P* p⁺_k + Q* Π, which
 satisfies the constraint exactly (PUB (9b), (27b)); v_k = G⁻¹ p̄_k; and the multiplier
@@ -86,10 +88,28 @@ def gni_observe(system, factor_fn):
     return observe
 
 
-def legendre_init(system):
-    """init(q0, v0, h): p⁺_0 = G(q0) v0 (Legendre start-up)."""
+STARTUPS = ("consistent", "legendre")
+
+
+def startup_init(system, startup: str = "consistent"):
+    """init(q0, v0, h) -> GNIState for the two-step schemes' start-up.
+
+    ``"consistent"`` (default): p⁺_0 = G v0 − (h/2) μᵀ λ(q0, v0), the value D2 L_d(q(−h), q(0))
+    takes on the exact motion to O(h²) (the constraint impulse of the half interval before t_0;
+    ``gni-2008-momentum-energy.md`` §2.1, §7.1). The multiplier output λ_k is then second order.
+    ``"legendre"``: p⁺_0 = G v0, the paper's p⁺_0 = p_0. Positions keep their order, but the
+    reported λ_k starts a period-2 oscillation (about 0 and 2λ alternately) that never decays.
+    Both give the same reported v_0 (P* removes the μᵀλ term).
+    """
+    if startup not in STARTUPS:
+        from ..errors import InputError
+        raise InputError(f"unknown startup {startup!r}; choose from: {', '.join(STARTUPS)}")
+
     def init(q0, v0, h):
-        return GNIState(q0, system.momentum(q0, v0), system.grad_potential(q0))
+        p0 = system.momentum(q0, v0)
+        if startup == "consistent":
+            p0 = p0 - 0.5 * h * linalg.vm(system.multiplier(q0, v0), system.constraint_matrix(q0))
+        return GNIState(q0, p0, system.grad_potential(q0))
     return init
 
 
@@ -100,18 +120,19 @@ class GNI(Method):
     Build options (``dl.integrate(..., fast_path=..., rtol=..., max_iter=...)``):
     fast_path : use the explicit closed form when it applies (default True).
     rtol, max_iter : Newton tolerance and iteration limit.
+    startup : "consistent" (default) or "legendre"; see :func:`startup_init`.
     """
 
     discrete_lagrangian: Any = None
 
     def build(self, system, q0, *, fast_path: bool = True, rtol: float = RTOL,
-              max_iter: int = MAX_ITER) -> Scheme:
+              max_iter: int = MAX_ITER, startup: str = "consistent") -> Scheme:
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
         factor_fn = metric_factor_fn(system, q0)
         explicit = fast_path and a is not None and system.constant_metric(q0)
         step = (_explicit_step(system, factor_fn, a) if explicit
                 else _newton_step(system, factor_fn, L_d, rtol, max_iter))
-        return Scheme(legendre_init(system), step, gni_observe(system, factor_fn))
+        return Scheme(startup_init(system, startup), step, gni_observe(system, factor_fn))
 
 
 def _explicit_step(system, factor_fn, a):
