@@ -1,9 +1,9 @@
 """The compiled time loop: :func:`integrate`.
 
 The run is split into chunks of ``chunk_saves`` saved nodes (``save_every`` steps each). A chunk
-is one ahead-of-time compiled function — ``lax.scan`` loops over blocks of saved nodes, over the
-nodes of a block and over the ``save_every`` steps of a node (see :func:`_make_chunk` for why
-three) — so no Python statement runs per step, memory stays bounded,
+is one ahead-of-time compiled function — loops over blocks of saved nodes, over the nodes of a
+block and over the ``save_every`` steps of a node (see :func:`_make_chunk` for why three) — so no
+Python statement runs per step, memory stays bounded,
 a progress bar can move between chunks, and the compiled chunk is reused by every run of the same
 system, method, options and save stride (and, through JAX's persistent cache, by later processes).
 
@@ -92,21 +92,24 @@ def _record_layout(system, scheme, state, h):
     return names, [shapes[k].shape for k in names], sizes, dtype
 
 
-def _make_chunk(system, scheme, save_every: int, chunk_saves: int, state, h):
-    """The compiled body of one chunk: ``chunk_saves`` saved nodes, ``save_every`` steps each.
+def _make_chunk(system, scheme, chunk_saves: int, state, h):
+    """The compiled body of one chunk: ``chunk_saves`` saved nodes of ``n_sub`` steps each.
 
-    Three nested ``lax.scan`` loops: steps within a node, nodes within a *block*, blocks within
-    the chunk. The node outputs are computed per node (as the method's ``observe`` defines them)
-    and packed into one flat record; a block of records is kept in a buffer of at most
-    :data:`BLOCK_BYTES` bytes, and only the outermost loop writes into the chunk-sized output.
+    ``run_chunk(state, h, n_active, n_sub)``: three nested loops — the ``n_sub`` (= save_every)
+    steps of a node, the nodes of a *block*, the blocks of the chunk. The node outputs are
+    computed per node (as the method's ``observe`` defines them) and packed into one flat record;
+    a block of records is kept in a buffer of at most :data:`BLOCK_BYTES` bytes, and only the
+    outermost loop writes into the chunk-sized output. Nodes ``j ≥ n_active`` are padding.
 
-    Why: XLA:CPU's runtime runs the kernels of a loop body one after the other only when all
-    their buffers are small (≤ 512 B) or the body has at most 8 kernels; otherwise it schedules
-    them through a concurrent executor whose overhead (about 1 µs per iteration on this
-    project's 2-core machine) is 15–20× the cost of a RATTLE step. Writing each node's outputs
-    straight into the chunk-sized arrays put the per-node loop in that regime; with the blocks it
-    runs sequentially (gearbox, nh-rattle, save_every=1: 1.2 → 0.6 µs/step; docs/benchmarks.md).
-    The node outputs are the same, bit for bit.
+    Why (measured, docs/benchmarks.md): XLA:CPU's runtime runs the kernels of a loop body one
+    after the other only when all their buffers are small (≤ 512 B) or the body has at most 8
+    kernels; otherwise it schedules them through a concurrent executor whose overhead (about
+    1 µs per iteration on this project's 2-core machine) is 15–20× the cost of a RATTLE step.
+    Writing each node's outputs straight into the chunk-sized arrays put the per-node loop in
+    that regime. The step loop's trip count is a runtime argument, so that XLA keeps it a loop
+    even for save_every = 1: the step is then compiled the same way for every save_every (the
+    nodes of a save_every = K run are those of the save_every = 1 run, bit for bit), and it stays
+    small enough for XLA:CPU to compile into a single kernel more often.
     """
     names, shapes, sizes, dtype = _record_layout(system, scheme, state, h)
     width = sum(sizes)
@@ -124,8 +127,8 @@ def _make_chunk(system, scheme, save_every: int, chunk_saves: int, state, h):
             i += sz
         return res
 
-    def run_chunk(state, h, n_active):
-        def inner(carry, _):
+    def run_chunk(state, h, n_active, n_sub):
+        def inner(_, carry):
             st, ok, k, fail_at, it_sum, it_max = carry
             new, info = scheme.step(st, h)
             good = info.converged & _all_finite(new)
@@ -133,13 +136,13 @@ def _make_chunk(system, scheme, save_every: int, chunk_saves: int, state, h):
             st = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), new, st)
             fail_at = jnp.where(ok & ~good, k, fail_at)
             return (st, take, k + 1, fail_at, it_sum + info.iterations,
-                    jnp.maximum(it_max, info.iterations)), None
+                    jnp.maximum(it_max, info.iterations))
 
         def node(carry, j):
             st, ok, k, fail_at, it_sum, it_max = carry
             active = ok & (j < n_active)
-            (st2, ok2, k2, fail2, s2, m2), _ = lax.scan(
-                inner, (st, active, k, fail_at, it_sum, it_max), None, length=save_every)
+            st2, ok2, k2, fail2, s2, m2 = lax.fori_loop(
+                0, n_sub, inner, (st, active, k, fail_at, it_sum, it_max))
             # an inactive (padding) node leaves everything as it was
             ok_out = jnp.where(j < n_active, ok2, ok)
             carry = (st2, ok_out, jnp.where(active, k2, k), fail2, jnp.where(active, s2, it_sum),
@@ -171,8 +174,8 @@ def _compiled(system, method, options: dict, q0, v0, h, save_every: int, chunk_s
 
         start_c = jax.jit(start).lower(q0, v0, h).compile()
         state0, _ = start_c(q0, v0, h)
-        chunk_c = jax.jit(_make_chunk(system, scheme, save_every, chunk_saves, state0, h)).lower(
-            state0, h, jnp.array(0, jnp.int32)).compile()
+        chunk_c = jax.jit(_make_chunk(system, scheme, chunk_saves, state0, h)).lower(
+            state0, h, jnp.array(0, jnp.int32), jnp.array(save_every, jnp.int32)).compile()
         entry = (system, method, start_c, chunk_c)  # keep system/method alive: ids stay valid
         _COMPILED[key] = entry
     return entry[2], entry[3]
@@ -276,7 +279,8 @@ def _integrate_compiled(system, method, q0, v0, h, n_steps, save_every, progress
     try:
         while done < n_saves:
             n_active = min(chunk_saves, n_saves - done)
-            state, outs, ok, fail_at, it_sum, it_mx = chunk(state, hj, jnp.array(n_active, jnp.int32))
+            state, outs, ok, fail_at, it_sum, it_mx = chunk(state, hj, jnp.array(n_active, jnp.int32),
+                                                          jnp.array(save_every, jnp.int32))
             outs = jax.tree_util.tree_map(np.asarray, outs)
             it_total += int(it_sum)
             it_max = max(it_max, int(it_mx))
