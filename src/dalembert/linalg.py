@@ -103,9 +103,12 @@ def solve(A, b):
     for k in range(n - 1):
         col = jnp.where(rows >= k, jnp.abs(M[:, k]), -1.0)
         p = jnp.argmax(col)
-        # swap rows k and p (p >= k) without data-dependent shapes
-        rk, rp = M[k], M[p]
-        M = M.at[k].set(rp).at[p].set(rk)
+        # swap rows k and p (p >= k) with selects only: no dynamic slicing, so that XLA fuses it
+        rk, rp = M[k], M[n - 1]
+        for i in range(n - 2, k - 1, -1):
+            rp = jnp.where(p == i, M[i], rp)
+        M = jnp.where((rows == k)[:, None], rp[None, :],
+                      jnp.where((rows == p)[:, None], rk[None, :], M))
         f = jnp.where(rows > k, M[:, k] / M[k, k], 0.0)
         M = M - f[:, None] * M[k][None, :]
     U, Y = M[:, :n], M[:, n:]
