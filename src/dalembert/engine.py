@@ -209,8 +209,10 @@ def _make_chunk(system, scheme, chunk_saves: int, state, h):
         def node(carry, j):
             st, ok, k, fail_at, it_sum, it_max = carry
             active = ok & (j < n_active)
+            # an inactive node (padding, or after a failure) takes no step at all: with
+            # ok = False the steps would change nothing that is kept
             st2, ok2, k2, fail2, s2, m2 = lax.fori_loop(
-                0, n_sub, inner, (st, active, k, fail_at, it_sum, it_max))
+                0, jnp.where(active, n_sub, 0), inner, (st, active, k, fail_at, it_sum, it_max))
             # an inactive (padding) node leaves everything as it was
             ok_out = jnp.where(j < n_active, ok2, ok)
             carry = (st2, ok_out, jnp.where(active, k2, k), fail2, jnp.where(active, s2, it_sum),
