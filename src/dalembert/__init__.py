@@ -13,13 +13,14 @@ from . import errors, linalg, methods
 from .errors import (ConstraintViolationError, ConvergenceError, DalembertError, InputError,
                      UnknownNameError)
 from .systems import NonholonomicSystem
+from .systems import AlmostPoissonSystem, almost_poisson
 from .trajectory import Trajectory, load
 from .engine import integrate
 from . import models  # noqa: E402
 from .convergence import convergence  # noqa: E402
 
 __all__ = [
-    "NonholonomicSystem", "integrate", "Trajectory", "load", "methods", "models", "convergence",
+    "NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson", "integrate", "Trajectory", "load", "methods", "models", "convergence",
     "DalembertError", "InputError", "ConstraintViolationError", "ConvergenceError",
     "UnknownNameError", "errors", "linalg", "__version__",
 ]

@@ -78,3 +78,10 @@ __all__ = [
     "GNI", "gni", "DLA", "Composition", "Reference", "DiscreteLagrangian", "discrete_lagrangians",
     "midpoint_constraint", "reference_solution",
 ]
+
+# --- discrete-gradient methods on the almost-Poisson form (Celledoni et al. 2019) -------------
+from . import discrete_gradients  # noqa: E402
+from .discrete_gradients import DiscreteGradientMethod  # noqa: E402,F401
+
+for _m in discrete_gradients._methods():
+    register(_m)

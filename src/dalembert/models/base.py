@@ -47,6 +47,8 @@ class Model:
     invariants : {name: f(q, v) -> scalar} of quantities conserved by the continuous flow.
     source : where the model and its data come from.
     default_method, default_h, default_t_final : what ``dalembert run MODEL`` uses.
+    almost_poisson : None or the hand-derived AlmostPoissonSystem in adapted coordinates
+        ζ = (q, ρ) (Celledoni et al. 2019), with ``reduce(q, v) -> ζ`` and ``lift(ζ) -> (q, v)``.
     """
 
     name: str
@@ -63,6 +65,7 @@ class Model:
     default_h: float = 0.01
     default_t_final: float = 10.0
     notes: str = ""
+    almost_poisson: object = None
 
     def solution(self, t, q0=None, v0=None):
         """(q, v) at times t (t[0] is the initial time, 0): the exact solution where there is

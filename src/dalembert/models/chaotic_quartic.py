@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..systems import NonholonomicSystem
+from ..systems import AlmostPoissonSystem, NonholonomicSystem
 from .base import Model, ModelSpec, Parameter, register
 
 SOURCE = ("McLachlan–Perlmutter 2006; Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.1 "
@@ -30,12 +30,75 @@ def initial_state(n: int, alpha: float):
     return q0, v0
 
 
-def _build(p):
-    n = p["n"]
-
+def _potential(n):
     def potential(q):
         w, z = q[1:n + 1], q[n + 1:]
         return 0.5 * (jnp.sum(q * q) + z[0] ** 2 * z[1] ** 2 + jnp.sum(w * w * z * z))
+    return potential
+
+
+def reduced_state(params, q, v):
+    """ζ = (x, w, z, ξ, η) from (q, v): ξ = ẇ, η_i = w_i ẋ − ż_i (spec §7.1). (2n+1,) -> (4n+1,)."""
+    n = params["n"]
+    w = q[1:n + 1]
+    return jnp.concatenate([q, v[1:n + 1], w * v[0] - v[n + 1:]])
+
+
+def almost_poisson_form(params, system=None) -> AlmostPoissonSystem:
+    """The hand-derived almost-Poisson form (21) in ζ = (x, w, z, ξ, η) ∈ R^{4n+1} (spec §7.1).
+
+    Basis X_i = ∂w_i, X_{n+i} = w_i ∂x − ∂z_i; g_D = diag(I, I + w wᵀ);
+    𝓗 = ½|ξ|² + ½ ηᵀ(I − w wᵀ/(1 + |w|²))η + V; with κ = wᵀη/(1 + |w|²),
+    Π = [[0, X], [−Xᵀ, B]], B = [[0, −κ I], [κ I, 0]] (21).
+    Velocity: ẇ = ξ, u = (I − w wᵀ/(1 + |w|²))η, ẋ = w·u, ż = −u.
+    Source: Celledoni et al. 2019 §4.1, (21) with erratum 3.
+    """
+    n = params["n"]
+    V = _potential(n)
+
+    def split(x):
+        return x[:2 * n + 1], x[1:n + 1], x[2 * n + 1:3 * n + 1], x[3 * n + 1:]
+
+    def u_of(w, eta):
+        return eta - w * jnp.sum(w * eta) / (1.0 + jnp.sum(w * w))
+
+    def poisson_matrix(x):
+        q, w, xi, eta = split(x)
+        kappa = jnp.sum(w * eta) / (1.0 + jnp.sum(w * w))
+        I = jnp.eye(n)
+        Z = jnp.zeros((n, n))
+        X = jnp.concatenate([
+            jnp.concatenate([jnp.zeros((1, n)), w[None, :]], axis=1),
+            jnp.concatenate([I, Z], axis=1),
+            jnp.concatenate([Z, -I], axis=1)], axis=0)                  # (2n+1, 2n)
+        B = jnp.concatenate([jnp.concatenate([Z, -kappa * I], axis=1),
+                             jnp.concatenate([kappa * I, Z], axis=1)], axis=0)
+        top = jnp.concatenate([jnp.zeros((2 * n + 1, 2 * n + 1)), X], axis=1)
+        return jnp.concatenate([top, jnp.concatenate([-X.T, B], axis=1)], axis=0)
+
+    def hamiltonian(x):
+        q, w, xi, eta = split(x)
+        return 0.5 * jnp.sum(xi * xi) + 0.5 * jnp.sum(eta * u_of(w, eta)) + V(q)
+
+    def lift(x):
+        q, w, xi, eta = split(x)
+        u = u_of(w, eta)
+        return q, jnp.concatenate([jnp.sum(w * u)[None], xi, -u])
+
+    def constraint(x):
+        q, v = lift(x)
+        w = q[1:n + 1]
+        return (v[0] + jnp.sum(w * v[n + 1:]))[None]
+
+    return AlmostPoissonSystem(poisson_matrix, hamiltonian, "chaotic-quartic/almost-poisson",
+                               constraint=constraint, lift=lift,
+                               reduce=lambda q, v: reduced_state(params, q, v), nonholonomic=system,
+                               n_config=2 * n + 1)
+
+
+def _build(p):
+    n = p["n"]
+    potential = _potential(n)
 
     def mu(q):
         w = q[1:n + 1]
@@ -46,7 +109,8 @@ def _build(p):
     q0, v0 = initial_state(n, p["alpha"])
     names = ("x",) + tuple(f"w{i + 1}" for i in range(n)) + tuple(f"z{i + 1}" for i in range(n))
     return Model("chaotic-quartic", p, system, q0, v0, names, SOURCE, path=(1, n + 1),
-                 invariants={"energy": system.energy}, default_h=0.05, default_t_final=100.0)
+                 invariants={"energy": system.energy}, default_h=0.05, default_t_final=100.0,
+                 almost_poisson=almost_poisson_form(p, system))
 
 
 register(ModelSpec(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..systems import NonholonomicSystem
+from ..systems import AlmostPoissonSystem, NonholonomicSystem
 from .base import Model, ModelSpec, Parameter, positive, register
 
 SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.2 (discrete-gradients-2019.md §7.2); "
@@ -72,6 +72,56 @@ def _exact(m, a, J):
     return exact_solution
 
 
+def reduced_state(params, q, v):
+    """ζ = (x1, x2, θ, ρ1, ρ2) from (q, v): ρ = Xᵀ G v, i.e. ρ1 = √K θ̇ and
+    ρ2 = √m (cos θ ẋ1 + sin θ ẋ2) on the constraint (K = J + m a²). q, v: (3,) -> (5,)."""
+    m, a, J = params["m"], params["a"], params["J"]
+    K = J + m * a * a
+    c, s = jnp.cos(q[2]), jnp.sin(q[2])
+    # X1 = K^{-1/2} ∂θ, X2 = m^{-1/2}(cos θ, sin θ, 0); (G v) computed from the metric below
+    Gv = jnp.stack([m * v[0] - m * a * s * v[2], m * v[1] + m * a * c * v[2],
+                    -m * a * s * v[0] + m * a * c * v[1] + K * v[2]])
+    return jnp.concatenate([q, jnp.stack([Gv[2] / jnp.sqrt(K), (c * Gv[0] + s * Gv[1]) / jnp.sqrt(m)])])
+
+
+def almost_poisson_form(params, system=None) -> AlmostPoissonSystem:
+    """The hand-derived almost-Poisson form in adapted coordinates ζ = (x1, x2, θ, ρ1, ρ2)
+    (Celledoni et al. 2019 §4.2, (22)–(23); spec §7.2).
+
+    g-orthonormal basis X1 = K^{-1/2} ∂θ, X2 = m^{-1/2}(cos θ ∂x1 + sin θ ∂x2), K = J + m a²:
+    𝓗 = ½(ρ1² + ρ2²); Π15 = cos θ/√m, Π25 = sin θ/√m, Π34 = 1/√K, Π45 = −𝒞 ρ1 with
+    𝒞 = a √m / K, skew-completed; so ρ̇1 = −𝒞ρ1ρ2, ρ̇2 = 𝒞ρ1² (22).
+    """
+    m, a, J = params["m"], params["a"], params["J"]
+    K = J + m * a * a
+    C = a * np.sqrt(m) / K
+    sm, sK = np.sqrt(m), np.sqrt(K)
+
+    def poisson_matrix(x):
+        c, s = jnp.cos(x[2]), jnp.sin(x[2])
+        z = jnp.zeros_like(c)
+        X = jnp.stack([jnp.stack([z, c / sm]), jnp.stack([z, s / sm]), jnp.stack([1.0 / sK + z, z])])
+        B = jnp.stack([jnp.stack([z, -C * x[3]]), jnp.stack([C * x[3], z])])
+        top = jnp.concatenate([jnp.zeros((3, 3)), X], axis=1)
+        return jnp.concatenate([top, jnp.concatenate([-X.T, B], axis=1)], axis=0)
+
+    def hamiltonian(x):
+        return 0.5 * (x[3] ** 2 + x[4] ** 2)
+
+    def lift(x):
+        c, s = jnp.cos(x[2]), jnp.sin(x[2])
+        return x[:3], jnp.stack([c * x[4] / sm, s * x[4] / sm, x[3] / sK])
+
+    def constraint(x):
+        q, v = lift(x)
+        return (-jnp.sin(q[2]) * v[0] + jnp.cos(q[2]) * v[1])[None]
+
+    return AlmostPoissonSystem(poisson_matrix, hamiltonian, "chaplygin-sleigh/almost-poisson",
+                               constraint=constraint, lift=lift,
+                               reduce=lambda q, v: reduced_state(params, q, v), nonholonomic=system,
+                               n_config=3)
+
+
 def _build(p):
     m, a, J = p["m"], p["a"], p["J"]
     K = J + m * a * a
@@ -91,7 +141,8 @@ def _build(p):
     v0 = np.array([v_init * np.cos(th0), v_init * np.sin(th0), w_init])
     return Model("chaplygin-sleigh", p, system, q0, v0, ("x1", "x2", "theta"), SOURCE,
                  exact_solution=_exact(m, a, J), invariants={"energy": system.energy},
-                 default_method="gni-midpoint", default_h=0.1, default_t_final=200.0)
+                 default_method="gni-midpoint", default_h=0.1, default_t_final=200.0,
+                 almost_poisson=almost_poisson_form(p, system))
 
 
 register(ModelSpec(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..systems import NonholonomicSystem
+from ..systems import AlmostPoissonSystem, NonholonomicSystem
 from .base import Model, ModelSpec, Parameter, positive, register
 
 SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego (2019) §2–3 (discrete-gradients-2019.md §7.0)"
@@ -37,6 +37,52 @@ def _exact(r):
     return exact_solution
 
 
+def reduced_state(params, q, v):
+    """ζ = (x1, x2, θ, φ, ρ1, ρ2) from (q, v): ρ = Xᵀ G v = (m r (cos θ ẋ1 + sin θ ẋ2) + J_φ φ̇, J_θ θ̇).
+    q, v: (4,) -> (6,)."""
+    m, r, jt, jp = params["m"], params["r"], params["J_theta"], params["J_phi"]
+    c, s = jnp.cos(q[2]), jnp.sin(q[2])
+    return jnp.concatenate([q, jnp.stack([m * r * (c * v[0] + s * v[1]) + jp * v[3], jt * v[2]])])
+
+
+def almost_poisson_form(params, system=None) -> AlmostPoissonSystem:
+    """The hand-derived almost-Poisson form in ζ = (x1, x2, θ, φ, ρ1, ρ2) (spec §7.0).
+
+    X1 = (r cos θ, r sin θ, 0, 1), X2 = (0, 0, 1, 0); all structure functions vanish (B = 0);
+    𝓗 = ½[ρ1²/(m r² + J_φ) + ρ2²/J_θ]; Π15 = r cos θ, Π25 = r sin θ, Π36 = 1, Π45 = 1,
+    skew-completed. Velocity: v = X g_D⁻¹ ρ.
+    Source: Celledoni et al. 2019 §2–3 with erratum 2 (spec §7.0).
+    """
+    m, r, jt, jp = params["m"], params["r"], params["J_theta"], params["J_phi"]
+    k1 = m * r * r + jp
+
+    def poisson_matrix(x):
+        c, s = jnp.cos(x[2]), jnp.sin(x[2])
+        z = jnp.zeros_like(c)
+        X = jnp.stack([jnp.stack([r * c, z]), jnp.stack([r * s, z]), jnp.stack([z, 1.0 + z]),
+                       jnp.stack([1.0 + z, z])])
+        top = jnp.concatenate([jnp.zeros((4, 4)), X], axis=1)
+        return jnp.concatenate([top, jnp.concatenate([-X.T, jnp.zeros((2, 2))], axis=1)], axis=0)
+
+    def hamiltonian(x):
+        return 0.5 * (x[4] ** 2 / k1 + x[5] ** 2 / jt)
+
+    def lift(x):
+        c, s = jnp.cos(x[2]), jnp.sin(x[2])
+        y1, y2 = x[4] / k1, x[5] / jt
+        return x[:4], jnp.stack([r * c * y1, r * s * y1, y2, y1])
+
+    def constraint(x):
+        q, v = lift(x)
+        c, s = jnp.cos(q[2]), jnp.sin(q[2])
+        return jnp.stack([v[0] - r * c * v[3], v[1] - r * s * v[3]])
+
+    return AlmostPoissonSystem(poisson_matrix, hamiltonian, "vertical-rolling-disk/almost-poisson",
+                               constraint=constraint, lift=lift,
+                               reduce=lambda q, v: reduced_state(params, q, v), nonholonomic=system,
+                               n_config=4)
+
+
 def _build(p):
     m, r, jt, jp = p["m"], p["r"], p["J_theta"], p["J_phi"]
 
@@ -54,7 +100,7 @@ def _build(p):
                  exact_solution=_exact(r),
                  invariants={"energy": system.energy, "theta-rate": lambda q, v: v[2],
                              "phi-rate": lambda q, v: v[3]},
-                 default_h=0.05, default_t_final=20.0)
+                 default_h=0.05, default_t_final=20.0, almost_poisson=almost_poisson_form(p, system))
 
 
 register(ModelSpec(

@@ -1,4 +1,5 @@
 """Continuous models: the systems that methods discretise."""
 from .nonholonomic import NonholonomicSystem
+from .almost_poisson import AlmostPoissonSystem, almost_poisson
 
-__all__ = ["NonholonomicSystem"]
+__all__ = ["NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson"]

@@ -1,0 +1,288 @@
+"""Energy-preserving discrete-gradient (DG) integrators on the almost-Poisson form.
+
+Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego, "Energy-preserving integrators
+applied to nonholonomic systems" (2019), §3 (``shared/papers/discrete-gradients-2019.md`` §3,
+§4.1–§4.2). For ẋ = Π(x)∇H(x) with Π skew, the scheme (14) with Π̃ = Π(x̄), x̄ = (x + x')/2,
+
+    x' = x + h Π(x̄) ∇̄H(x, x')                                                    (14)
+
+conserves H exactly for any discrete gradient ∇̄H (Definition 3.1: ∇̄H(x, x')ᵀ(x' − x) =
+H(x') − H(x) and ∇̄H(x, x) = ∇H(x)), and is time-symmetric, hence of order 2, when ∇̄H is
+symmetric. On the reduced form of a nonholonomic system (ζ = (q, ρ)), the q-rows give the
+discrete constraint μ(q̄)(q' − q) = 0 exactly (Remark 3.3) and the node velocity
+v = X g_D⁻¹ ρ satisfies μ(q) v = 0 identically.
+
+Discrete gradients (spec §3): :func:`avf` (11) by Gauss–Legendre quadrature, :func:`gonzalez`
+(12), :func:`itoh_abe` (13) and the symmetrised :func:`itoh_abe_symmetric` (ours, spec §3.3).
+
+Registered methods: ``dg-avf``, ``dg-gonzalez``, ``dg-itoh-abe``, ``dg-itoh-abe-sym``,
+``implicit-midpoint``. They accept an :class:`~dalembert.systems.almost_poisson.AlmostPoissonSystem`
+(initial state ``x0``) or a :class:`~dalembert.NonholonomicSystem` (initial state ``q0, v0``),
+which is reduced on the fly with :func:`~dalembert.systems.almost_poisson.almost_poisson`
+(basis anchored at q0). Reported at the nodes: ``x`` (the almost-Poisson state) and, for a
+reduced system, ``q`` and ``v = X g_D⁻¹ ρ`` (16a) (plus ``p = G v`` for a NonholonomicSystem).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import linalg
+from ..errors import InputError
+from ..solvers.newton import MAX_ITER, RTOL, newton
+from ..systems.almost_poisson import DEGENERACY_TOL, AlmostPoissonSystem, almost_poisson
+from .base import Method, Scheme, StepInfo, Traits
+
+#: Default number of Gauss–Legendre nodes of the AVF discrete gradient (spec §3.1: 5 nodes give
+#: 3e-15 on the chaotic system at h = 0.1; 8 leaves a margin).
+AVF_NODES = 8
+
+_SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019"
+
+
+# ---------------------------------------------------------------------------------------------
+# discrete gradients: each returns dg(x, y) -> (N,)
+# ---------------------------------------------------------------------------------------------
+
+def avf(H, nodes: int = AVF_NODES):
+    """Average-vector-field DG  ∇̄H(x, y) = ∫₀¹ ∇H((1 − ξ)x + ξy) dξ  (spec §3, eq. (11)).
+
+    Parameters
+    ----------
+    H : callable (N,) -> scalar, traceable.
+    nodes : number of Gauss–Legendre nodes on [0, 1] (exact for polynomial H of degree
+        ≤ 2·nodes; for other H, (10a) holds to the quadrature error).
+
+    Returns
+    -------
+    dg(x (N,), y (N,)) -> (N,), symmetric in (x, y).
+    """
+    if int(nodes) < 1:
+        raise InputError(f"avf: nodes must be ≥ 1; got {nodes}")
+    gx, gw = np.polynomial.legendre.leggauss(int(nodes))
+    xi = jnp.asarray(0.5 * (gx + 1.0))
+    wts = jnp.asarray(0.5 * gw)
+    grad = jax.grad(H)
+
+    def dg(x, y):
+        pts = x[None, :] + xi[:, None] * (y - x)[None, :]
+        return jnp.sum(wts[:, None] * jax.vmap(grad)(pts), axis=0)
+    return dg
+
+
+def gonzalez(H):
+    """Gonzalez (midpoint) DG  (spec §3, eq. (12)):
+
+    ∇̄H(x, y) = ∇H(x̄) + [H(y) − H(x) − ∇H(x̄)ᵀΔ] Δ / |Δ|²,  Δ = y − x, x̄ = (x + y)/2,
+    and ∇H(x̄) when Δ = 0. Symmetric; |·| is the Euclidean norm of the whole state.
+
+    Returns dg(x (N,), y (N,)) -> (N,).
+    """
+    grad = jax.grad(H)
+
+    def dg(x, y):
+        d = y - x
+        g = grad(0.5 * (x + y))
+        d2 = jnp.sum(d * d)
+        ok = d2 > 0.0
+        safe = jnp.where(ok, d2, 1.0)
+        c = (H(y) - H(x) - jnp.sum(g * d)) / safe
+        return g + jnp.where(ok, c, 0.0) * d
+    return dg
+
+
+def itoh_abe(H, *, small: float = 1e-2, nodes: int = 4):
+    """Itoh–Abe coordinate-increment DG (spec §3, eq. (13), last index N):
+
+    ∇̄H(x, y)_i = [H(y_1..y_i, x_{i+1}..x_N) − H(y_1..y_{i−1}, x_i..x_N)] / (y_i − x_i).
+
+    Where |y_i − x_i| ≤ small · max(1, |x_i|, |y_i|) the quotient (which loses digits to
+    cancellation, ε|H|/|Δ_i|) is replaced by the same quantity written as an integral,
+    ∫₀¹ ∂_iH(z + s Δ_i e_i) ds, evaluated by ``nodes``-point Gauss–Legendre quadrature (error
+    O(Δ_i^{2·nodes}); exact for polynomial H of degree ≤ 2·nodes). Both branches satisfy (10a) to
+    round-off and (10b) exactly. Not symmetric: the scheme (14) with it is first order.
+
+    Returns dg(x (N,), y (N,)) -> (N,).
+    """
+    gx, gw = np.polynomial.legendre.leggauss(int(nodes))
+    xi = jnp.asarray(0.5 * (gx + 1.0))
+    wts = jnp.asarray(0.5 * gw)
+
+    def dg(x, y):
+        N = x.shape[0]
+        idx = jnp.arange(N)
+        out = []
+        z = x
+        Hz = H(z)
+        for i in range(N):
+            z_next = jnp.where(idx == i, y, z)
+            H_next = H(z_next)
+            d = y[i] - x[i]
+            tiny = jnp.abs(d) <= small * jnp.maximum(1.0, jnp.maximum(jnp.abs(x[i]), jnp.abs(y[i])))
+            quot = (H_next - Hz) / jnp.where(tiny, 1.0, d)
+            e = (idx == i).astype(x.dtype)
+            zi = z
+            dphi = jax.grad(lambda s_, zi=zi, e=e: H(zi + s_ * e))
+            integral = jnp.sum(wts * jax.vmap(dphi)(xi * d))
+            out.append(jnp.where(tiny, integral, quot))
+            z, Hz = z_next, H_next
+        return jnp.stack(out)
+    return dg
+
+
+def itoh_abe_symmetric(H, **kw):
+    """Symmetrised Itoh–Abe DG ½[∇̄₃H(x, y) + ∇̄₃H(y, x)] (spec §3.3, ours): symmetric, so (14)
+    with it is of order 2. Returns dg(x, y) -> (N,)."""
+    ia = itoh_abe(H, **kw)
+
+    def dg(x, y):
+        return 0.5 * (ia(x, y) + ia(y, x))
+    return dg
+
+
+def midpoint_gradient(H):
+    """∇H(x̄): not a discrete gradient in general; with Π(x̄) it gives the implicit midpoint rule
+    (which coincides with the DG methods when H is quadratic, Remark 3.2)."""
+    grad = jax.grad(H)
+    return lambda x, y: grad(0.5 * (x + y))
+
+
+_KINDS = {"avf": avf, "gonzalez": gonzalez, "itoh-abe": itoh_abe,
+          "itoh-abe-sym": itoh_abe_symmetric, "midpoint": midpoint_gradient}
+
+
+def discrete_gradient(kind: str, H, **options):
+    """The discrete gradient ``kind`` ∈ {avf, gonzalez, itoh-abe, itoh-abe-sym, midpoint} of H.
+
+    ``options``: ``nodes`` for avf. Raises InputError for an unknown kind.
+    """
+    if kind not in _KINDS:
+        raise InputError(f"unknown discrete gradient {kind!r}; choose from: {', '.join(_KINDS)}")
+    return _KINDS[kind](H, **options)
+
+
+# ---------------------------------------------------------------------------------------------
+# the integrators
+# ---------------------------------------------------------------------------------------------
+
+def as_almost_poisson(system, x0):
+    """(AlmostPoissonSystem, reduced?) for a system given to a DG method (see module doc)."""
+    if isinstance(system, AlmostPoissonSystem):
+        return system, False
+    from ..systems.nonholonomic import NonholonomicSystem
+    if isinstance(system, NonholonomicSystem):
+        return almost_poisson(system, np.asarray(x0)), True
+    raise InputError(f"discrete-gradient methods take an AlmostPoissonSystem or a NonholonomicSystem; "
+                     f"got {type(system).__name__}")
+
+
+def dg_step_fn(ap: AlmostPoissonSystem, dg, *, rtol: float = RTOL, max_iter: int = MAX_ITER,
+               jacobian: str = "exact"):
+    """step(x (N,), h) -> (x' (N,), StepInfo): one step of (14) with Π̃ = Π(x̄), by Newton
+    (explicit-Euler predictor; spec §4.5). A chart that degenerates at x̄ or x' (see
+    :class:`AlmostPoissonSystem`) marks the step as failed.
+
+    jacobian : "exact" (autodiff of the residual) or "midpoint" (the Jacobian of the implicit
+        midpoint residual y − x − hΠ(x̄)∇H(x̄), which differs by O(h); Newton then converges
+        linearly at rate O(h), to the same solution, and compiles much faster for DGs with
+        many unrolled evaluations of H such as Itoh–Abe).
+    """
+    if jacobian not in ("exact", "midpoint"):
+        raise InputError(f"jacobian must be 'exact' or 'midpoint'; got {jacobian!r}")
+
+    def step(x, h):
+        def F(y):
+            return y - x - h * linalg.mv(ap.poisson_matrix(0.5 * (x + y)), dg(x, y))
+
+        J = None
+        if jacobian == "midpoint":
+            J = jax.jacfwd(lambda y: y - x - h * ap.vector_field(0.5 * (x + y)))
+        y0 = x + h * ap.vector_field(x)
+        res = newton(F, y0, jacobian=J, rtol=rtol, max_iter=max_iter)
+        y = res.x
+        ok = res.converged
+        if ap._degeneracy is not None:
+            ok = ok & (ap.degeneracy(0.5 * (x + y)) > DEGENERACY_TOL) & (ap.degeneracy(y) > DEGENERACY_TOL)
+        return y, StepInfo(ok, res.iterations)
+    return step
+
+
+@dataclass(frozen=True, eq=False)
+class DiscreteGradientMethod(Method):
+    """Scheme (14) with Π̃ = Π(x̄) and the discrete gradient ``gradient`` (see module doc).
+
+    Build options (``dl.integrate(..., nodes=..., rtol=..., max_iter=..., jacobian=...)``):
+    nodes : Gauss–Legendre nodes of the AVF DG (default :data:`AVF_NODES`).
+    rtol, max_iter : Newton tolerance and iteration limit.
+    jacobian : "exact" or "midpoint" (see :func:`dg_step_fn`); default "midpoint" for the
+        Itoh–Abe DGs, "exact" otherwise.
+    """
+
+    gradient: str = "gonzalez"
+
+    def build(self, system, x0, *, nodes: int = AVF_NODES, rtol: float = RTOL,
+              max_iter: int = MAX_ITER, jacobian: str | None = None) -> Scheme:
+        ap, reduced = as_almost_poisson(system, x0)
+        opts = {"nodes": nodes} if self.gradient == "avf" else {}
+        dg = discrete_gradient(self.gradient, ap.hamiltonian, **opts)
+        if jacobian is None:
+            jacobian = "midpoint" if self.gradient.startswith("itoh-abe") else "exact"
+        step = dg_step_fn(ap, dg, rtol=rtol, max_iter=max_iter, jacobian=jacobian)
+
+        if reduced:
+            def init(q0, v0, h=None):
+                return ap.reduce(jnp.asarray(q0), jnp.asarray(v0))
+        else:
+            def init(x0_, h=None):
+                return jnp.asarray(x0_)
+
+        def observe(x, h=None):
+            out = {"x": x}
+            if ap.lift is not None:
+                q, v = ap.lift(x)
+                out["q"], out["v"] = q, v
+                if reduced:
+                    out["p"] = system.momentum(q, v)
+            return out
+
+        return Scheme(init, step, observe)
+
+
+def _traits(order, symmetric, dg_name, source, energy=True):
+    preserves = (("energy H (exactly, by the discrete-gradient identity (10a))",) if energy else ()) + (
+        "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (reduced form, Remark 3.3)",
+        "node constraint μ(q_k) v_k = 0 (v_k = X g_D⁻¹ ρ_k, reduced form)")
+    return Traits(order=order, symmetric=symmetric, implicit=True, preserves=preserves,
+                  node_velocity="v_k = X(q_k) g_D(q_k)⁻¹ ρ_k (16a), from the reduced state ζ_k = (q_k, ρ_k)",
+                  source=f"{_SOURCE}, {source}", family="discrete-gradients")
+
+
+def _methods():
+    return (
+        DiscreteGradientMethod(
+            name="dg-avf", gradient="avf",
+            traits=_traits(2, True, "avf", "(14) with Π(x̄) and the AVF DG (11), Gauss–Legendre quadrature"),
+            description="Discrete gradient (14) with the average-vector-field DG; energy-exact, order 2."),
+        DiscreteGradientMethod(
+            name="dg-gonzalez", gradient="gonzalez",
+            traits=_traits(2, True, "gonzalez", "(14) with Π(x̄) and the Gonzalez midpoint DG (12)"),
+            description="Discrete gradient (14) with Gonzalez's midpoint DG; energy-exact, order 2."),
+        DiscreteGradientMethod(
+            name="dg-itoh-abe", gradient="itoh-abe",
+            traits=_traits(1, False, "itoh-abe", "(14) with Π(x̄) and the Itoh–Abe DG (13)"),
+            description="Discrete gradient (14) with the Itoh–Abe coordinate-increment DG; energy-exact, order 1."),
+        DiscreteGradientMethod(
+            name="dg-itoh-abe-sym", gradient="itoh-abe-sym",
+            traits=_traits(2, True, "itoh-abe-sym",
+                           "(14) with Π(x̄) and the symmetrised Itoh–Abe DG (spec §3.3, ours)"),
+            description="Discrete gradient (14) with the symmetrised Itoh–Abe DG; energy-exact, order 2."),
+        DiscreteGradientMethod(
+            name="implicit-midpoint", gradient="midpoint",
+            traits=_traits(2, True, "midpoint",
+                           "implicit midpoint rule x' = x + hΠ(x̄)∇H(x̄) on the almost-Poisson form "
+                           "(Remark 3.2: the DG methods when H is quadratic)", energy=False),
+            description="Implicit midpoint rule on the almost-Poisson form (energy-exact only for quadratic H)."),
+    )
