@@ -24,3 +24,6 @@ __all__ = [
     "DalembertError", "InputError", "ConstraintViolationError", "ConvergenceError",
     "UnknownNameError", "errors", "linalg", "__version__",
 ]
+from . import lie  # noqa: E402
+from .systems import EulerPoincareSuslovSystem  # noqa: E402
+__all__ += ["EulerPoincareSuslovSystem", "lie"]

@@ -85,3 +85,9 @@ from .discrete_gradients import DiscreteGradientMethod  # noqa: E402,F401
 
 for _m in discrete_gradients._methods():
     register(_m)
+
+# Euler–Poincaré–Suslov integrators on SO(3) (Jiménez–Scheurle 2015): dreps-euler, dreps-rk4,
+# eps-midpoint, eps-variational
+from . import eps  # noqa: E402
+for _m in eps.METHODS:
+    register(_m)

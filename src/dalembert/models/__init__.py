@@ -8,3 +8,4 @@ from . import (chaotic_quartic, chaplygin_sleigh, gearbox, particle, rolling_dis
                test_problems)
 
 __all__ = ["Model", "ModelSpec", "Parameter", "available", "get", "register", "spec"]
+from . import suslov  # noqa: E402,F401  (Euler–Poincaré–Suslov on SO(3))

@@ -65,6 +65,13 @@ class Model:
     default_h: float = 0.01
     default_t_final: float = 10.0
     notes: str = ""
+    #: the default initial state as ``{state name: array}`` in the order of
+    #: ``system.state_names`` (e.g. {"R0": ..., "omega0": ...}); defaults to {"q0": q0, "v0": v0}
+    initial_state: dict | None = None
+
+    def __post_init__(self):
+        if self.initial_state is None:
+            self.initial_state = {"q0": self.q0, "v0": self.v0}
     almost_poisson: object = None
 
     def solution(self, t, q0=None, v0=None):

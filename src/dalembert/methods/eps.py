@@ -1,0 +1,338 @@
+"""Integrators for the Euler–Poincaré–Suslov equations on SO(3) (Jiménez–Scheurle 2015).
+
+Spec: ``shared/papers/suslov-2015-euler-poincare-suslov.md`` §2.4–§2.6. All schemes act on an
+:class:`~dalembert.systems.euler_poincare_suslov.EulerPoincareSuslovSystem` (𝕀 ω̇ = 𝕀ω×ω + Aᵀλ,
+A ω = 0, Ṙ = R hat(ω)) and follow the DREPS algorithm (Def. 5.6):
+
+1. ω_{k+1} (and a multiplier) from a discretisation of the EPS equations that keeps A ω = 0;
+2. the group by a retraction τ (default Cayley): R_{k+1} = R_k τ(h ω_k) — the paper's
+   **left-endpoint** reconstruction (S5, Algorithm 5.6), globally first order in R (Thm 5.2(2),
+   erratum E16); or, as an extension that is *not in the paper* (S6),
+   ``reconstruction="midpoint"``: R_{k+1} = R_k τ(h (ω_k + ω_{k+1})/2), second order.
+
+Either way R_k ∈ SO(3) to round-off (P40, Prop 5.1) and A ω_k = 0 to round-off (T14, T15).
+
+Registered methods
+------------------
+``dreps-euler``, ``dreps-rk4`` (S1, Prop 6.1): an explicit one-step method Φ of order p (Euler,
+classical RK4) for the projected ODE ω̇ = h(ω); ω_{k+1} = P Φ_h(ω_k) (P the 𝕀-orthogonal
+projector onto ker A, which removes round-off drift only); multiplier λ_{k+1} = λ(ω_{k+1}), order
+(p, p). Option ``multiplier="rk4-predictor"`` (the realisable form of Remark 6.1, erratum E18):
+λ_{k+1} = λ(Ψ_h(ω_k)) with Ψ = RK4, multiplier order 4 while ω_{k+1} is unchanged.
+
+``eps-midpoint`` (S2, the paper's "(2,1) DREPS midpoint rule" of Figs 1–2, order (2,2) by E4):
+implicit midpoint with ω̄ = (ω_k + ω_{k+1})/2,
+    𝕀(ω_{k+1} − ω_k) = h (𝕀ω̄) × ω̄ + h Aᵀμ ,   A ω_{k+1} = 0,
+solved by Newton for (ω_{k+1}, μ); λ_{k+1} = λ(ω_{k+1}) (option ``multiplier="discrete"``: μ,
+which approximates λ(t_k + h/2)). It conserves E = ½ωᵀ𝕀ω exactly (to the Newton tolerance) for
+any h: E_{k+1} − E_k = ω̄·𝕀Δω = h ω̄·(𝕀ω̄×ω̄) + h μ·Aω̄ = 0.
+
+``eps-variational`` (S3, (P56)/(P58), Prop 6.2): the discrete EPS equations on 𝔤 for
+l̃_d = h l, φ̃_d = ⟨a, ·⟩ and a retraction τ, divided by h²:
+    [(dτ⁻¹_{hω_{k+1}})ᵀ 𝕀ω_{k+1} − (dτ⁻¹_{−hω_k})ᵀ 𝕀ω_k] / h = Aᵀλ_{k+1} ,  A ω_{k+1} = 0.
+Order 2 in ω (self-adjoint discrete Lagrangian). Multipliers (erratum E1):
+``multiplier="consistent"`` (default): λ_{k+1} above — the (P56) multiplier with the correct
+(3,3) entry of dcay⁻¹; it approximates λ(t_k + h/2) to O(h²) (and λ(t_{k+1}) to O(h));
+``multiplier="paper59"``: the paper's printed (P59), λ⁽⁵⁹⁾ = λ_{k+1} − (AAᵀ)⁻¹A𝕀(ω_{k+1} − ω_k)/h,
+which for a = e3 is ½[q(u_{k+1}) + q(u_k)]; it is inconsistent (error → n·ω̇ ≠ 0, Prop 6.2).
+The node velocity ω_k is reported at t_k as in the paper (erratum E15: it is naturally the
+interval-average velocity ≈ ω(t_k + h/2)).
+
+Cross-check (T18, Thm 4.3 / Cor 4.4): :func:`group_deps_residual` evaluates the group-level
+discrete EPS equations (P29) for l_d(W) = h l(cay⁻¹(W)/h) by autodiff.
+
+Reported at the nodes (``observe``): R (3, 3), omega (3,) and lam (m,) — the continuous-convention
+multiplier of the step that ended at t_k (λ(ω_0) at k = 0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .. import linalg
+from ..errors import InputError
+from ..lie import get_retraction, so3
+from ..solvers.newton import MAX_ITER, RTOL, newton
+from .base import Method, Scheme, StepInfo, Traits, explicit_info
+
+_PAPER = ("Jiménez & Scheurle, On the discretization of the Euler–Poincaré–Suslov equations in "
+          "SO(3) (2015)")
+
+
+class EPSState(NamedTuple):
+    """R: (3, 3) R_k;  omega: (3,) ω_k;  lam: (m,) multiplier reported at t_k."""
+
+    R: Any
+    omega: Any
+    lam: Any
+
+
+def _check_system(system, method_name):
+    from ..systems.euler_poincare_suslov import EulerPoincareSuslovSystem
+    if not isinstance(system, EulerPoincareSuslovSystem):
+        raise InputError(f"method {method_name!r} integrates an EulerPoincareSuslovSystem; got "
+                         f"{type(system).__name__}")
+
+
+def _reconstruct(tau, reconstruction):
+    if reconstruction == "left":
+        return lambda R, w0, w1, h: so3.matmul(R, tau.tau(h * w0))
+    if reconstruction == "midpoint":
+        return lambda R, w0, w1, h: so3.matmul(R, tau.tau(0.5 * h * (w0 + w1)))
+    raise InputError(f"reconstruction must be 'left' (the paper's, S5) or 'midpoint' (S6); got "
+                     f"{reconstruction!r}")
+
+
+def _observe(state, h):
+    return {"R": state.R, "omega": state.omega, "lam": state.lam}
+
+
+def rk4_step(f, w, h):
+    """One classical RK4 step for ẇ = f(w)."""
+    k1 = f(w)
+    k2 = f(w + 0.5 * h * k1)
+    k3 = f(w + 0.5 * h * k2)
+    k4 = f(w + h * k3)
+    return w + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+
+def euler_step(f, w, h):
+    """One explicit Euler step for ẇ = f(w)."""
+    return w + h * f(w)
+
+
+# ---------------------------------------------------------------------------------------------
+# S1: explicit DREPS
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class DREPS(Method):
+    """Explicit DREPS (S1): ω_{k+1} = P Φ_h(ω_k), λ_{k+1} = λ(ω_{k+1}) (see module doc).
+
+    ``one_step``: "euler" or "rk4".  Build options: retraction ("cayley" | "exponential" |
+    a Retraction), reconstruction ("left" | "midpoint"), multiplier ("node" | "rk4-predictor").
+    """
+
+    one_step: str = "euler"
+
+    def build(self, system, x0=None, *, retraction="cayley", reconstruction="left",
+              multiplier="node") -> Scheme:
+        _check_system(system, self.name)
+        tau = get_retraction(retraction)
+        recon = _reconstruct(tau, reconstruction)
+        phi = {"euler": euler_step, "rk4": rk4_step}[self.one_step]
+        if multiplier not in ("node", "rk4-predictor"):
+            raise InputError(f"multiplier must be 'node' or 'rk4-predictor'; got {multiplier!r}")
+        f = system.omega_dot
+
+        def init(R0, omega0, h):
+            R0 = jnp.asarray(R0, jnp.float64)
+            omega0 = jnp.asarray(omega0, jnp.float64)
+            return EPSState(R0, omega0, system.multiplier(omega0))
+
+        def step(state, h):
+            w1 = system.project(phi(f, state.omega, h))
+            if multiplier == "node":
+                lam = system.multiplier(w1)
+            else:
+                lam = system.multiplier(rk4_step(f, state.omega, h))
+            R1 = recon(state.R, state.omega, w1, h)
+            return EPSState(R1, w1, lam), explicit_info()
+
+        return Scheme(init, step, _observe)
+
+
+# ---------------------------------------------------------------------------------------------
+# S2: implicit midpoint
+# ---------------------------------------------------------------------------------------------
+def _solve_newton(F, J, x0, rtol, max_iter):
+    res = newton(F, x0, jacobian=J, rtol=rtol, max_iter=max_iter)
+    return res.x, StepInfo(res.converged, res.iterations)
+
+
+def _block(J11, A):
+    """[[J11 (3,3), −Aᵀ], [A, 0]] as a (3+m, 3+m) matrix (unknowns (ω_{k+1}, hμ))."""
+    m = A.shape[0]
+    top = jnp.concatenate([J11, -A.T], axis=1)
+    bottom = jnp.concatenate([A, jnp.zeros((m, m))], axis=1)
+    return jnp.concatenate([top, bottom], axis=0)
+
+
+@dataclass(frozen=True, eq=False)
+class EPSMidpoint(Method):
+    """Implicit midpoint rule for the EPS equations (S2); exact energy (see module doc).
+
+    Build options: retraction, reconstruction ("left" | "midpoint"), multiplier ("node" |
+    "discrete"), rtol, max_iter (Newton).
+    """
+
+    def build(self, system, x0=None, *, retraction="cayley", reconstruction="left",
+              multiplier="node", rtol=RTOL, max_iter=MAX_ITER) -> Scheme:
+        _check_system(system, self.name)
+        tau = get_retraction(retraction)
+        recon = _reconstruct(tau, reconstruction)
+        if multiplier not in ("node", "discrete"):
+            raise InputError(f"multiplier must be 'node' or 'discrete'; got {multiplier!r}")
+        I, A = system._I, system._A
+
+        def init(R0, omega0, h):
+            R0 = jnp.asarray(R0, jnp.float64)
+            omega0 = jnp.asarray(omega0, jnp.float64)
+            return EPSState(R0, omega0, system.multiplier(omega0))
+
+        def step(state, h):
+            w0 = state.omega
+            Iw0 = so3.matvec(I, w0)
+
+            # unknowns (ω_{k+1}, hμ): the multiplier scaled by h keeps the Newton test meaningful
+            def F(x):
+                w1, hmu = x[:3], x[3:]
+                wb = 0.5 * (w0 + w1)
+                Iwb = so3.matvec(I, wb)
+                r1 = so3.matvec(I, w1) - Iw0 - h * so3.cross(Iwb, wb) - linalg.vm(hmu, A)
+                return jnp.concatenate([r1, linalg.mv(A, w1)])
+
+            def Jac(x):
+                wb = 0.5 * (w0 + x[:3])
+                J11 = I - 0.5 * h * (so3.hat(so3.matvec(I, wb)) - so3.matmul(so3.hat(wb), I))
+                return _block(J11, A)
+
+            guess = jnp.concatenate([w0 + h * system.omega_dot(w0), h * system.multiplier(w0)])
+            x, info = _solve_newton(F, Jac, guess, rtol, max_iter)
+            w1 = x[:3]
+            lam = system.multiplier(w1) if multiplier == "node" else x[3:] / h
+            return EPSState(recon(state.R, w0, w1, h), w1, lam), info
+
+        return Scheme(init, step, _observe)
+
+
+# ---------------------------------------------------------------------------------------------
+# S3: variational integrator (discrete EPS on the algebra through a retraction)
+# ---------------------------------------------------------------------------------------------
+def dual_momentum(tau, I, w, h):
+    """(dτ⁻¹_{h w})ᵀ 𝕀 w, shape (3,) — the discrete momentum of (P56) divided by h."""
+    return linalg.vm(so3.matvec(I, w), tau.dtau_inv(h * w))
+
+
+@dataclass(frozen=True, eq=False)
+class EPSVariational(Method):
+    """Discrete EPS on so(3) through a retraction (S3, (P56)/(P58)); see module doc.
+
+    Build options: retraction, reconstruction ("left" | "midpoint"), multiplier ("consistent" |
+    "paper59"), rtol, max_iter.
+    """
+
+    def build(self, system, x0=None, *, retraction="cayley", reconstruction="left",
+              multiplier="consistent", rtol=RTOL, max_iter=MAX_ITER) -> Scheme:
+        _check_system(system, self.name)
+        tau = get_retraction(retraction)
+        recon = _reconstruct(tau, reconstruction)
+        if multiplier not in ("consistent", "paper59"):
+            raise InputError(f"multiplier must be 'consistent' or 'paper59'; got {multiplier!r}")
+        I, A = system._I, system._A
+        AAt = A @ A.T
+        analytic = tau.name == "cayley" and system.symmetric
+
+        def init(R0, omega0, h):
+            R0 = jnp.asarray(R0, jnp.float64)
+            omega0 = jnp.asarray(omega0, jnp.float64)
+            return EPSState(R0, omega0, system.multiplier(omega0))
+
+        def step(state, h):
+            w0 = state.omega
+            rhs = -dual_momentum(tau, I, -w0, h)   # (dτ⁻¹_{−h ω_k})ᵀ 𝕀 ω_k
+
+            # unknowns (ω_{k+1}, hλ_{k+1})
+            def F(x):
+                w1, hlam = x[:3], x[3:]
+                r1 = dual_momentum(tau, I, w1, h) - rhs - linalg.vm(hlam, A)
+                return jnp.concatenate([r1, linalg.mv(A, w1)])
+
+            if analytic:
+                def Jac(x):
+                    v = x[:3]
+                    Iv = so3.matvec(I, v)
+                    J11 = (so3.matmul(so3.dcay_inv(-h * v), I) - 0.5 * h * so3.hat(Iv)
+                           + 0.25 * h * h * (so3.outer(v, Iv) + jnp.sum(v * Iv) * jnp.eye(3)))
+                    return _block(J11, A)
+            else:
+                Jac = None
+            guess = jnp.concatenate([w0 + h * system.omega_dot(w0), h * system.multiplier(w0)])
+            x, info = _solve_newton(F, Jac, guess, rtol, max_iter)
+            w1, lam = x[:3], x[3:] / h
+            if multiplier == "paper59":
+                lam = lam - linalg.solve(AAt, linalg.mv(A, so3.matvec(I, w1 - w0))) / h
+            return EPSState(recon(state.R, w0, w1, h), w1, lam), info
+
+        return Scheme(init, step, _observe)
+
+
+def group_deps_residual(system, W0, W1, h):
+    """Group-level discrete EPS residual (P29a) for l_d(W) = h·l(cay⁻¹(W)/h)  (T18).
+
+    −r*_{W1} l_d'(W1) + ℓ*_{W0} l_d'(W0), with r*_W l_d'(W) ↔ 2 vee(skew(∇l_d(W) Wᵀ)) and
+    ℓ*_W l_d'(W) ↔ 2 vee(skew(Wᵀ ∇l_d(W))) (spec §2.3), ∇l_d the Euclidean gradient of the
+    rational extension of cay⁻¹ (autodiff). For displacements W_k = cay(h ω_k) of the
+    ``eps-variational`` scheme (Cayley) it equals −h λ_{k+1}·A (λ_(P29) = −λ_(P56)/h, Cor 4.4).
+
+    W0, W1: (3, 3); h: step. Returns (3,).
+    """
+    I = system._I
+
+    def ld(W):
+        w = so3.cayley_inv(W) / h
+        return h * 0.5 * jnp.sum(w * so3.matvec(I, w))
+
+    def skew2(X):
+        return so3.vee(X - so3.transpose(X))   # 2 vee(skew X)
+
+    G0, G1 = jax.grad(ld)(W0), jax.grad(ld)(W1)
+    return -skew2(so3.matmul(G1, so3.transpose(W1))) + skew2(so3.matmul(so3.transpose(W0), G0))
+
+
+def eps_traits(order, symmetric, implicit, preserves, node_velocity, source):
+    return Traits(order=order, symmetric=symmetric, implicit=implicit, preserves=preserves,
+                  node_velocity=node_velocity, source=source, family="eps")
+
+
+_GROUP = ("R_k ∈ SO(3) (Cayley/exp reconstruction, P40)", "A ω_k = 0 (reduced constraint)")
+
+
+_NODE = "ω_k at t_k (A ω_k = 0 to round-off); R_k from the reconstruction; lam: see module doc"
+_RECON = (" Reported order is that of ω; R is globally first order with the paper's left-endpoint "
+          "reconstruction (Thm 5.2(2)), second order with reconstruction='midpoint' (S6).")
+
+dreps_euler = DREPS(
+    name="dreps-euler",
+    traits=eps_traits(1, False, False, _GROUP, _NODE,
+                      f"{_PAPER}, Def. 5.6 and (P54)–(P55) with explicit Euler (S1, Prop 6.1)"),
+    description="DREPS with explicit Euler on the projected EPS ODE, λ_{k+1} = λ(ω_{k+1}), Cayley "
+                "reconstruction." + _RECON,
+    one_step="euler")
+
+dreps_rk4 = DREPS(
+    name="dreps-rk4",
+    traits=eps_traits(4, False, False, _GROUP, _NODE,
+                      f"{_PAPER}, Def. 5.6 and (P54)–(P55) with classical RK4 (S1, S4, Prop 6.1)"),
+    description="DREPS with RK4 on the projected EPS ODE (the paper's reference solver), "
+                "λ_{k+1} = λ(ω_{k+1}); option multiplier='rk4-predictor'." + _RECON,
+    one_step="rk4")
+
+eps_midpoint = EPSMidpoint(
+    name="eps-midpoint",
+    traits=eps_traits(2, True, True, _GROUP + ("energy ½ωᵀ𝕀ω (to the Newton tolerance)",), _NODE,
+                      f"{_PAPER}, §6.2 'DREPS midpoint rule' (S2), Figs 1–2; order (2,2) (E4)"),
+    description="Implicit midpoint rule for the EPS equations: exact energy, λ_{k+1} = λ(ω_{k+1})."
+                + _RECON)
+
+eps_variational = EPSVariational(
+    name="eps-variational",
+    traits=eps_traits(2, True, True, _GROUP + ("discrete constraint: W_k = τ(hω_k) ∈ 𝒮 (Prop 5.2)",),
+                      _NODE + " (ω_k ≈ interval-average velocity, E15)",
+                      f"{_PAPER}, (P56), (P58); multiplier (P59) ('paper59') or corrected (E1, "
+                      f"'consistent', default); Prop 6.2"),
+    description="Variational discrete EPS integrator (l̃_d = h l, Cayley retraction)." + _RECON)
+
+METHODS = (dreps_euler, dreps_rk4, eps_midpoint, eps_variational)
