@@ -1,5 +1,6 @@
 """Experiments of the papers, run by ``dalembert reproduce``; see :mod:`.base`."""
 from .base import Check, Experiment, ExperimentResult, available, experiment, get, run
 from . import ferraro2015  # noqa: F401  (registers its experiments)
+from . import jimenez_scheurle  # noqa: F401,E402  (Suslov problem, Jiménez–Scheurle 2015)
 
 __all__ = ["Check", "Experiment", "ExperimentResult", "available", "experiment", "get", "run"]
