@@ -8,7 +8,8 @@ a progress bar can move between chunks, and the compiled chunk is reused by ever
 system, method, options and save stride (and, through JAX's persistent cache, by later processes).
 
 Failures: a step whose Newton solve does not converge, or whose new state is not finite, freezes
-the state; the engine raises :class:`~dalembert.errors.ConvergenceError` naming the step and time
+the state (node outputs such as the energy are checked too, at the saved nodes: a non-finite one
+fails the last step before that node); the engine raises :class:`~dalembert.errors.ConvergenceError` naming the step and time
 and carrying the trajectory up to the last good saved node.
 """
 from __future__ import annotations
@@ -134,11 +135,19 @@ def _chunk_saves(n_saves: int, save_every: int, chunk_steps: int) -> int:
 # compiled pieces
 # ---------------------------------------------------------------------------------------------
 
+def _as_dict(obs) -> dict:
+    """A method's observation (a dict, or a NamedTuple such as Observation) as a dict without
+    the entries that are None."""
+    d = dict(obs) if isinstance(obs, dict) else obs._asdict()
+    return {k: v for k, v in d.items() if v is not None}
+
+
 def _node_outputs(system, obs):
-    lam = obs.lam if obs.lam is not None else jnp.zeros((0,), jnp.float64)
-    return {"q": obs.q, "v": obs.v, "p": obs.p, "lam": lam,
-            "energy": system.energy(obs.q, obs.v),
-            "constraint_residual": system.constraint_residual(obs.q, obs.v)}
+    """The arrays kept at a node: the method's observation plus the system's diagnostics
+    (energy, constraint_residual, ...; the system-kind protocol, see :func:`integrate`)."""
+    d = _as_dict(obs)
+    d.update(system.diagnostics(d))
+    return d
 
 
 def _all_finite(tree):
@@ -213,11 +222,17 @@ def _make_chunk(system, scheme, chunk_saves: int, state, h):
             # ok = False the steps would change nothing that is kept
             st2, ok2, k2, fail2, s2, m2 = lax.fori_loop(
                 0, jnp.where(active, n_sub, 0), inner, (st, active, k, fail_at, it_sum, it_max))
+            outs = _node_outputs(system, scheme.observe(st2, h))
+            # a finite state whose node outputs are not (e.g. V = NaN where ∇V is finite) fails
+            # at the step that produced it
+            bad = active & ok2 & ~_all_finite(outs)
+            fail2 = jnp.where(bad, k2 - 1, fail2)
+            ok2 = ok2 & ~bad
             # an inactive (padding) node leaves everything as it was
             ok_out = jnp.where(j < n_active, ok2, ok)
             carry = (st2, ok_out, jnp.where(active, k2, k), fail2, jnp.where(active, s2, it_sum),
                      jnp.where(active, m2, it_max))
-            return carry, pack(_node_outputs(system, scheme.observe(st2, h)))
+            return carry, pack(outs)
 
         def run_block(carry, b):
             return lax.scan(node, carry, b * block + jnp.arange(block, dtype=jnp.int32))
@@ -231,19 +246,29 @@ def _make_chunk(system, scheme, chunk_saves: int, state, h):
     return run_chunk
 
 
-def _compiled(system, method, options: dict, q0, v0, h, save_every: int, chunk_saves: int):
+def _build(system, method, x0, options):
+    try:
+        return method.build(system, x0, **options)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            raise InputError(f"{method.name}: unknown option ({exc}); initial-state names of "
+                             f"{system.name}: {', '.join(system.state_names)}") from None
+        raise
+
+
+def _compiled(system, method, options: dict, x0s: tuple, h, save_every: int, chunk_saves: int):
     key = (id(system), id(method), tuple(sorted(options.items())), save_every, chunk_saves,
-           q0.shape[0])
+           tuple(x.shape for x in x0s))
     entry = _COMPILED.get(key)
     if entry is None:
-        scheme = method.build(system, q0, **options)
+        scheme = _build(system, method, x0s[0], options)
 
-        def start(q0, v0, h):
-            state = scheme.init(q0, v0, h)
+        def start(x0s, h):
+            state = scheme.init(*x0s, h)
             return state, _node_outputs(system, scheme.observe(state, h))
 
-        start_c = jax.jit(start).lower(q0, v0, h).compile()
-        state0, _ = start_c(q0, v0, h)
+        start_c = jax.jit(start).lower(x0s, h).compile()
+        state0, _ = start_c(x0s, h)
         chunk_c = jax.jit(_make_chunk(system, scheme, chunk_saves, state0, h)).lower(
             state0, h, jnp.array(0, jnp.int32), jnp.array(save_every, jnp.int32)).compile()
         entry = (system, method, start_c, chunk_c)  # keep system/method alive: ids stay valid
@@ -255,17 +280,28 @@ def _compiled(system, method, options: dict, q0, v0, h, save_every: int, chunk_s
 # the public entry point
 # ---------------------------------------------------------------------------------------------
 
-def integrate(system, method, *, q0, v0, h, t_final, save_every: int = 1, project: bool = False,
+def _split_initial_state(system, kwargs: dict):
+    """Pop the system's initial-state keywords (``system.state_names``) from kwargs."""
+    names = tuple(getattr(system, "state_names", ("q0", "v0")))
+    missing = [n for n in names if n not in kwargs]
+    if missing:
+        raise InputError(f"{getattr(system, 'name', 'system')}: missing initial state "
+                         f"{', '.join(missing)} (this system takes {', '.join(names)})")
+    return names, [kwargs.pop(n) for n in names]
+
+
+def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool = False,
               progress: bool | None = None, chunk_steps: int = CHUNK_STEPS,
-              metadata: dict | None = None, **options) -> Trajectory:
+              metadata: dict | None = None, **kwargs) -> Trajectory:
     """Integrate a nonholonomic system with a structure-preserving method.
 
     Parameters
     ----------
-    system : NonholonomicSystem.
+    system : NonholonomicSystem (or another system kind: see "System kinds" below).
     method : registered name (see ``dl.methods.available()``) or a Method object.
     q0, v0 : (n,) initial configuration and velocity; v0 must satisfy μ(q0) v0 = ν(q0) to 1e-10
-        (relative to max(1, |v0|)) unless ``project=True``.
+        (relative to max(1, |v0|)) unless ``project=True``. (Other system kinds take the initial
+        state under the names in ``system.state_names``.)
     h : step size (s), > 0.
     t_final : final time (s), > 0; the number of steps is ceil(t_final / h) rounded up to a
         multiple of ``save_every`` (``metadata['t_final']`` is the time reached).
@@ -274,7 +310,15 @@ def integrate(system, method, *, q0, v0, h, t_final, save_every: int = 1, projec
     progress : show a progress bar (None: when stderr is a terminal and the run lasts > 1 s).
     chunk_steps : steps per compiled chunk (memory / progress granularity).
     metadata : extra entries for ``Trajectory.metadata`` (e.g. model parameters).
-    **options : passed to the method's ``build`` (e.g. ``fast_path=False``, ``rtol=1e-13``).
+    **options : passed to the method's ``build`` (e.g. ``fast_path=False``, ``rtol=1e-13``,
+        ``startup="legendre"``).
+
+    System kinds (the protocol the engine relies on): ``system.state_names`` (the keywords of
+    the initial state, e.g. ``("q0", "v0")``), ``system.check_initial_state(*arrays,
+    project=False)`` (validated float64 arrays), ``system.diagnostics(obs)`` (a dict with at
+    least ``energy`` and ``constraint_residual`` from a node observation). The method's
+    ``observe`` returns named node arrays; names other than the standard ones (t, q, v, p, lam,
+    energy, constraint_residual) go to ``Trajectory.extra`` (e.g. ``traj.R``).
 
     Returns
     -------
@@ -293,32 +337,36 @@ def integrate(system, method, *, q0, v0, h, t_final, save_every: int = 1, projec
         raise InputError(f"save_every must be an integer ≥ 1; got {save_every!r}")
     save_every = int(save_every)
     method = methods.get(method)
-    q0n, v0n = system.check(q0, v0, project=project)
+    names, state_in = _split_initial_state(system, kwargs)
+    options = kwargs
+    x0s = tuple(np.asarray(x, np.float64) for x in system.check_initial_state(*state_in, project=project))
     n_steps = step_count(h, t_final, save_every)
     md = {
         "system": system.name, "method": method.name, "traits": method.traits.as_dict(),
         "h": h, "t_final": n_steps * h, "n_steps": n_steps, "save_every": save_every,
-        "options": {k: v for k, v in options.items()}, "q0": q0n.tolist(), "v0": v0n.tolist(),
+        "options": {k: v for k, v in options.items()},
+        **{name: x.tolist() for name, x in zip(names, x0s)},
         "dalembert_version": __version__, "jax_version": jax.__version__,
     }
     md.update(metadata or {})
     if not method.compiled:
-        return _integrate_uncompiled(system, method, q0n, v0n, h, n_steps, save_every, md, options)
-    return _integrate_compiled(system, method, q0n, v0n, h, n_steps, save_every, progress,
+        return _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options)
+    return _integrate_compiled(system, method, x0s, h, n_steps, save_every, progress,
                                chunk_steps, md, options)
 
 
-def _integrate_uncompiled(system, method, q0, v0, h, n_steps, save_every, md, options):
+def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options):
     t = h * np.arange(0, n_steps + 1, save_every)
     t0 = time.perf_counter()
-    q, v, info = method.solve(system, q0, v0, t, **options)
+    q, v, info = method.solve(system, *x0s, t, **options)
     wall = time.perf_counter() - t0
-    diag = _diagnostics_fn(system)
-    energy, res, lam = (np.asarray(a) for a in diag(jnp.asarray(q), jnp.asarray(v)))
+    d = {k: np.asarray(a) for k, a in _diagnostics_fn(system)(jnp.asarray(q), jnp.asarray(v)).items()}
+    energy, res, lam = d.pop("energy"), d.pop("constraint_residual"), d.pop("lam", None)
     md.update(info)
     md.update({"wall_time_s": wall, "steps_per_second": None, "node_velocity": method.traits.node_velocity})
     p = np.asarray(jax.vmap(system.momentum)(jnp.asarray(q), jnp.asarray(v)))
-    return Trajectory(t=t, q=q, v=v, p=p, lam=lam, energy=energy, constraint_residual=res, metadata=md)
+    return Trajectory(t=t, q=q, v=v, p=p, lam=lam, energy=energy, constraint_residual=res,
+                      metadata=md, extra=d)
 
 
 _DIAG: dict = {}
@@ -326,22 +374,21 @@ _DIAG: dict = {}
 
 def _diagnostics_fn(system):
     if id(system) not in _DIAG:
-        f = jax.jit(jax.vmap(lambda q, v: (system.energy(q, v), system.constraint_residual(q, v),
-                                           system.multiplier(q, v))))
+        f = jax.jit(jax.vmap(system.reference_diagnostics))
         _DIAG[id(system)] = (system, f)
     return _DIAG[id(system)][1]
 
 
-def _integrate_compiled(system, method, q0, v0, h, n_steps, save_every, progress, chunk_steps, md,
+def _integrate_compiled(system, method, x0s, h, n_steps, save_every, progress, chunk_steps, md,
                         options):
     n_saves = n_steps // save_every
     chunk_saves = _chunk_saves(n_saves, save_every, chunk_steps)
-    q0j, v0j, hj = jnp.asarray(q0), jnp.asarray(v0), jnp.asarray(h, jnp.float64)
+    x0j, hj = tuple(jnp.asarray(x) for x in x0s), jnp.asarray(h, jnp.float64)
     t_compile = time.perf_counter()
-    start, chunk = _compiled(system, method, options, q0j, v0j, hj, save_every, chunk_saves)
+    start, chunk = _compiled(system, method, options, x0j, hj, save_every, chunk_saves)
     t_run = time.perf_counter()
     compile_s = t_run - t_compile
-    state, out0 = start(q0j, v0j, hj)
+    state, out0 = start(x0j, hj)
     pieces = [jax.tree_util.tree_map(lambda x: np.asarray(x)[None], out0)]
     done, it_total, it_max = 0, 0, 0
     bar = _ProgressBar(progress, n_saves, md)
@@ -367,7 +414,7 @@ def _integrate_compiled(system, method, q0, v0, h, n_steps, save_every, progress
         bar.close()
     wall = time.perf_counter() - t_run
     arrays = {k: np.concatenate([p_[k] for p_ in pieces]) for k in pieces[0]}
-    n_nodes = arrays["q"].shape[0]
+    n_nodes = next(iter(arrays.values())).shape[0]
     steps_done = failure if failure is not None else n_steps
     md.update({
         "wall_time_s": wall, "compile_time_s": compile_s,
@@ -376,10 +423,7 @@ def _integrate_compiled(system, method, q0, v0, h, n_steps, save_every, progress
                    "mean_iterations": it_total / max(steps_done, 1)},
         "node_velocity": method.traits.node_velocity,
     })
-    lam = arrays["lam"] if arrays["lam"].shape[-1] > 0 else None
-    traj = Trajectory(t=h * save_every * np.arange(n_nodes), q=arrays["q"], v=arrays["v"],
-                      p=arrays["p"], lam=lam, energy=arrays["energy"],
-                      constraint_residual=arrays["constraint_residual"], metadata=md)
+    traj = _trajectory(h * save_every * np.arange(n_nodes), arrays, md)
     if failure is not None:
         kind = ("did not converge (Newton)" if method.traits.implicit
                 else "produced non-finite values")
@@ -388,6 +432,13 @@ def _integrate_compiled(system, method, q0, v0, h, n_steps, save_every, progress
             f"{kind} or gave a non-finite state; {n_nodes} nodes up to t = {traj.t[-1]:.6g} are "
             f"kept in .trajectory (try a smaller h)", step=failure, time=failure * h, trajectory=traj)
     return traj
+
+
+def _trajectory(t, arrays: dict, md) -> Trajectory:
+    """A Trajectory from named node arrays: standard names as fields, the rest as extra."""
+    std = ("q", "v", "p", "lam", "energy", "constraint_residual")
+    fields = {k: arrays.pop(k) for k in std if k in arrays}
+    return Trajectory(t=t, metadata=md, extra=arrays, **fields)
 
 
 class _ProgressBar:

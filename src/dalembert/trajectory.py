@@ -23,7 +23,7 @@ class Trajectory:
     """Nodes of an integration.
 
     t : (N+1,) times (s).
-    q : (N+1, n) configurations.
+    q : (N+1, n) configurations (None for systems whose state is not (q, v); see ``extra``).
     v : (N+1, n) constraint-consistent velocities (the method's choice: ``metadata['node_velocity']``).
     p : (N+1, n) momenta reported with v (G(q) v for most methods).
     lam : (N+1, m) multipliers (Lagrange–d'Alembert sign), or None where the method has none.
@@ -35,8 +35,8 @@ class Trajectory:
     """
 
     t: np.ndarray
-    q: np.ndarray
-    v: np.ndarray
+    q: np.ndarray | None = None
+    v: np.ndarray | None = None
     p: np.ndarray | None = None
     lam: np.ndarray | None = None
     energy: np.ndarray | None = None

@@ -123,6 +123,9 @@ class NonholonomicSystem:
     Source: Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) §1–§2, §6.
     """
 
+    #: Keyword names of the initial state in ``dl.integrate`` (the system-kind protocol).
+    state_names = ("q0", "v0")
+
     def __init__(self, mass_matrix, potential=None, constraint_matrix=None,
                  constraint_rhs=None, name: str = "system"):
         if constraint_matrix is None:
@@ -283,6 +286,23 @@ class NonholonomicSystem:
         lam = self.multiplier(q, v)
         f = self.generalized_force(q, v) + linalg.vm(lam, self.constraint_matrix(q))
         return self.factor_metric(q).solve(f)
+
+    # --- the system-kind protocol used by the engine -------------------------------------
+    def check_initial_state(self, q0, v0, *, project: bool = False):
+        """Validated (q0, v0) as float64 arrays (see :meth:`check`); the engine's entry point."""
+        return self.check(q0, v0, project=project)
+
+    def diagnostics(self, obs: dict) -> dict:
+        """Node diagnostics from a method's observation {q, v, ...}: energy (J) and
+        constraint_residual (m,)."""
+        return {"energy": self.energy(obs["q"], obs["v"]),
+                "constraint_residual": self.constraint_residual(obs["q"], obs["v"])}
+
+    def reference_diagnostics(self, q, v) -> dict:
+        """Diagnostics of the reference ODE solution (adds the continuous multiplier λ)."""
+        d = self.diagnostics({"q": q, "v": v})
+        d["lam"] = self.multiplier(q, v)
+        return d
 
     # --- validation -------------------------------------------------------------------------
     def _evaluate_all(self, q):
