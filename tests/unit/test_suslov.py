@@ -15,7 +15,7 @@ from scipy.integrate import solve_ivp
 import dalembert as dl
 from dalembert.errors import ConstraintViolationError, InputError, SystemError_
 from dalembert.lie import so3
-from dalembert.methods.eps import group_deps_residual
+from dalembert.methods.eps import final_state, group_deps_residual
 from dalembert.models.suslov import INERTIA, INERTIA_PRINTED, OMEGA0, exact_omega, reconstruct_reference
 
 E3 = np.array([0.0, 0.0, 1.0])
@@ -226,11 +226,11 @@ def test_general_system_two_constraints_exponential_retraction():
     # ω ∈ ker A (1-dimensional): a multiple of A's null vector
     w0 = np.linalg.svd(A)[2][-1] * 0.7
     for method in ("eps-midpoint", "eps-variational", "dreps-rk4"):
-        out = run(method, 0.1, 10000, system=s, w0=w0, retraction="exponential")
+        out = run(method, 0.1, 2000, system=s, w0=w0, retraction="exponential")
         assert np.max(np.abs(out["omega"] @ A.T)) <= 1e-13
         R = out["R"][-1]
         assert np.linalg.norm(np.eye(3) - R.T @ R) <= 1e-11
-    mp = run("eps-midpoint", 0.1, 10000, system=s, w0=w0)
+    mp = run("eps-midpoint", 0.1, 2000, system=s, w0=w0)
     E = 0.5 * np.einsum("ni,ij,nj->n", mp["omega"], I, mp["omega"])
     assert np.max(np.abs(E - E[0])) <= 1e-13 * max(1.0, E[0])
 
@@ -265,8 +265,9 @@ def test_T7_global_slopes_at_T10(method, p):
     errs = []
     for h in EPS:
         n = int(round(10 / h))
-        out = run(method, h, n)
-        errs.append(np.linalg.norm(out["omega"][-1] - exact_omega(np.array([10.0]))["omega"][0]))
+        out = final_state(SUSLOV, method, np.eye(3), U0, h, n)     # one compilation for all h
+        assert out["converged"]
+        errs.append(np.linalg.norm(out["omega"] - exact_omega(np.array([10.0]))["omega"][0]))
     assert abs(slope(EPS, errs) - p) <= 0.1
 
 
@@ -323,8 +324,8 @@ def test_T16_global_group_order(recon, p):
     hs = np.array([0.1, 0.05, 0.025, 0.0125])
     R_ref = reconstruct_reference(np.array([0.0, 5.0]), _omega_exact_fn)[-1]
     for h in hs:
-        out = run("eps-midpoint", h, int(round(5 / h)), reconstruction=recon)
-        errs.append(np.linalg.norm(out["R"][-1] - R_ref))
+        out = final_state(SUSLOV, "eps-midpoint", np.eye(3), U0, h, int(round(5 / h)), reconstruction=recon)
+        errs.append(np.linalg.norm(out["R"] - R_ref))
     assert abs(slope(hs, errs) - p) <= 0.1
     if recon == "left":   # spec Thm 5.2 checks: 1.65e-2 … 2.03e-3
         np.testing.assert_allclose(errs, [1.65e-2, 8.18e-3, 4.07e-3, 2.03e-3], rtol=0.02)
@@ -338,8 +339,9 @@ def test_T18_T19_group_level_deps_reproduces_the_variational_trajectory():
     for k in range(len(W)):
         np.testing.assert_allclose(W[k], np.asarray(so3.cayley(h * vi["omega"][k])), atol=1e-14)
         assert abs(W[k][0, 1] - W[k][1, 0]) <= 1e-15       # T19: W_k ∈ 𝒮
+    resid = jax.jit(functools.partial(group_deps_residual, SUSLOV))
     for k in range(len(W) - 1):
-        r = np.asarray(group_deps_residual(SUSLOV, jnp.asarray(W[k]), jnp.asarray(W[k + 1]), h))
+        r = np.asarray(resid(jnp.asarray(W[k]), jnp.asarray(W[k + 1]), h))
         np.testing.assert_allclose(r, -h * vi["lam"][k + 1, 0] * E3, atol=1e-12)
 
 
@@ -402,3 +404,38 @@ def test_methods_reject_other_systems_and_bad_options():
         dl.methods.get("dreps-rk4").build(SUSLOV, np.eye(3), reconstruction="right")
     for name in ("dreps-euler", "dreps-rk4", "eps-midpoint", "eps-variational"):
         assert dl.methods.available()[name].family == "eps"
+
+
+# --------------------------------------------------------------------------- through dl.integrate
+def test_integrate_protocol_named_state_and_extra_arrays():
+    m = dl.models.get("suslov")
+    tr = dl.integrate(m.system, "eps-variational", R0=np.eye(3), omega0=[0.4, 0.5, 0.0], h=1.0, t_final=10.0,
+                      multiplier="paper59")
+    assert tr.R.shape == (11, 3, 3) and tr.omega.shape == (11, 3) and tr.lam.shape == (11, 1)
+    for k, (_, _, u_vi, l59, _) in T22.items():
+        np.testing.assert_allclose(tr.omega[k, :2], u_vi, atol=1e-8)
+        assert abs(tr.lam[k, 0] - l59) < 1e-8
+    np.testing.assert_allclose(tr.energy, _energy_of(tr.omega), atol=1e-16)
+    np.testing.assert_allclose(tr.constraint_residual[:, 0], tr.omega[:, 2], atol=0)
+    with pytest.raises(ConstraintViolationError):
+        dl.integrate(m.system, "eps-midpoint", R0=np.eye(3), omega0=[0.4, 0.5, 0.2], h=0.1, t_final=1.0)
+    with pytest.raises(InputError, match="distance from SO"):
+        dl.integrate(m.system, "eps-midpoint", R0=2 * np.eye(3), omega0=U0, h=0.1, t_final=1.0)
+    tr = dl.integrate(m.system, "eps-midpoint", R0=np.eye(3), omega0=[0.4, 0.5, 0.2], h=0.1, t_final=1.0,
+                      project=True)
+    assert np.max(np.abs(tr.omega[:, 2])) <= 1e-15
+
+
+def _energy_of(omega):
+    return 0.5 * np.einsum("ni,ij,nj->n", omega, INERTIA, omega)
+
+
+def test_model_exact_solution_R_against_a_fine_run():
+    m = dl.models.get("suslov")
+    t = np.linspace(0.0, 2.0, 3)
+    R_ex, w_ex = m.solution(t)
+    np.testing.assert_allclose(w_ex, exact_omega(t)["omega"], atol=0)
+    assert np.max(np.abs(np.einsum("nji,njk->nik", R_ex, R_ex) - np.eye(3))) < 1e-12
+    out = run("eps-midpoint", 1e-3, 2000, reconstruction="midpoint")
+    assert np.linalg.norm(out["R"][-1] - R_ex[-1]) < 1e-6          # second order: ~1e-7 here
+    assert np.linalg.norm(out["R"][-1] - R_ex[0]) > 0.5            # it moved
