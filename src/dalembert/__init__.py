@@ -15,7 +15,7 @@ from .errors import (ConstraintViolationError, ConvergenceError, DalembertError,
 from .systems import NonholonomicSystem
 from .systems import AlmostPoissonSystem, almost_poisson
 from .trajectory import Trajectory, load
-from .engine import integrate
+from .engine import Ensemble, ensemble, integrate
 from . import models  # noqa: E402
 from .convergence import convergence  # noqa: E402
 
@@ -27,3 +27,4 @@ __all__ = [
 from . import lie  # noqa: E402
 from .systems import EulerPoincareSuslovSystem  # noqa: E402
 __all__ += ["EulerPoincareSuslovSystem", "lie"]
+__all__ += ["ensemble", "Ensemble"]

@@ -159,16 +159,21 @@ def _all_finite(tree):
 BLOCK_BYTES = 512
 
 
-def _record_layout(system, scheme, state, h):
-    """Names (sorted), shapes, flat sizes and common dtype of the node outputs."""
+def _record_layout(system, scheme, state, h, keep=None):
+    """Names (sorted; only those in ``keep`` if given), shapes, flat sizes and common dtype of
+    the node outputs."""
     shapes = jax.eval_shape(lambda s, hh: _node_outputs(system, scheme.observe(s, hh)), state, h)
-    names = sorted(shapes)
+    if keep is not None:
+        unknown = set(keep) - set(shapes)
+        if unknown:
+            raise InputError(f"keep: unknown node arrays {sorted(unknown)}; available: {sorted(shapes)}")
+    names = sorted(k for k in shapes if keep is None or k in keep)
     dtype = jnp.result_type(*[shapes[k].dtype for k in names])
     sizes = [math.prod(shapes[k].shape) for k in names]
     return names, [shapes[k].shape for k in names], sizes, dtype
 
 
-def _make_chunk(system, scheme, chunk_saves: int, state, h):
+def _make_chunk(system, scheme, chunk_saves: int, state, h, keep=None):
     """The compiled body of one chunk: ``chunk_saves`` saved nodes of ``n_sub`` steps each.
 
     ``run_chunk(state, h, n_active, n_sub)``: three nested loops — the ``n_sub`` (= save_every)
@@ -188,7 +193,7 @@ def _make_chunk(system, scheme, chunk_saves: int, state, h):
     small enough for XLA:CPU to compile into a single kernel (see
     :func:`request_small_loop_kernels`).
     """
-    names, shapes, sizes, dtype = _record_layout(system, scheme, state, h)
+    names, shapes, sizes, dtype = _record_layout(system, scheme, state, h, keep)
     width = sum(sizes)
     block = max(1, min(chunk_saves, BLOCK_BYTES // (width * jnp.dtype(dtype).itemsize)))
     n_blocks = -(-chunk_saves // block)
@@ -470,3 +475,166 @@ class _ProgressBar:
     def close(self):
         if self.bar is not None:
             self.bar.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# ensembles
+# ---------------------------------------------------------------------------------------------
+
+class Ensemble:
+    """B trajectories of one system and method, integrated together.
+
+    t : (N+1,) times.  Node arrays by name, each of shape (B, N+1, ...), as attributes
+    (``ens.q``, ``ens.energy``, ...) and in ``ens.arrays``; ``metadata`` as for a Trajectory.
+    """
+
+    def __init__(self, t, arrays: dict, metadata: dict):
+        self.t = t
+        self.arrays = arrays
+        self.metadata = metadata
+
+    def __getattr__(self, name):
+        arrays = self.__dict__.get("arrays", {})
+        if name in arrays:
+            return arrays[name]
+        raise AttributeError(f"Ensemble has no array {name!r} (kept: {', '.join(arrays)})")
+
+    def __len__(self):
+        return int(next(iter(self.arrays.values())).shape[0])
+
+    def __repr__(self):
+        md = self.metadata
+        return (f"Ensemble({md.get('system')}, {md.get('method')}, h={md.get('h')}, {len(self)} members, "
+                f"{self.t.size} nodes, kept: {', '.join(self.arrays)})")
+
+    @property
+    def relative_energy_error(self):
+        """(B, N+1): (E(t) − E(0)) / |E(0)| per member (needs ``energy`` kept)."""
+        e = self.arrays["energy"]
+        return (e - e[:, :1]) / np.maximum(np.abs(e[:, :1]), np.finfo(float).tiny)
+
+    def member(self, i: int) -> Trajectory:
+        """Member i as a Trajectory (with the arrays that were kept)."""
+        return _trajectory(self.t, {k: v[i] for k, v in self.arrays.items()}, dict(self.metadata, member=i))
+
+
+def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves, keep):
+    key = ("ensemble", id(system), id(method), tuple(sorted(options.items())), save_every,
+           chunk_saves, tuple(x.shape for x in x0s), keep)
+    entry = _COMPILED.get(key)
+    if entry is None:
+        scheme = _build(system, method, x0s[0][0], options)
+
+        def start(x0s, h):
+            state = scheme.init(*x0s, h)
+            outs = _node_outputs(system, scheme.observe(state, h))
+            return state, {k: v for k, v in outs.items() if keep is None or k in keep}
+
+        start_v = jax.vmap(start, in_axes=(0, None))
+        start_c = jax.jit(start_v).lower(x0s, h).compile()
+        state0, _ = start_c(x0s, h)
+        one = jax.tree_util.tree_map(lambda a: a[0], state0)
+        chunk = jax.vmap(_make_chunk(system, scheme, chunk_saves, one, h, keep),
+                         in_axes=(0, None, None, None))
+        chunk_c = jax.jit(chunk).lower(state0, h, jnp.array(0, jnp.int32),
+                                       jnp.array(save_every, jnp.int32)).compile()
+        entry = (system, method, start_c, chunk_c)
+        _COMPILED[key] = entry
+    return entry[2], entry[3]
+
+
+def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, project: bool = False,
+             progress: bool | None = None, chunk_steps: int = CHUNK_STEPS,
+             metadata: dict | None = None, **kwargs) -> Ensemble:
+    """Integrate B trajectories in one compiled, vectorised (``jax.vmap``) call.
+
+    Parameters
+    ----------
+    system, method, h, t_final, save_every, project, progress, chunk_steps, metadata :
+        as for :func:`integrate`.
+    q0, v0 (or the system's ``state_names``) : arrays of shape (B, n): one initial state per
+        member; each is validated as in :func:`integrate`.
+    keep : None (all node arrays) or an iterable of names (e.g. ``("energy",)``) to keep; with
+        ``save_every`` this bounds memory to B · (N/save_every) · (kept sizes).
+    **options : passed to the method's ``build``.
+
+    Returns
+    -------
+    Ensemble with t (N+1,) and the kept node arrays of shape (B, N+1, ...).
+
+    Raises
+    ------
+    InputError (inconsistent batch sizes, bad members — the message names the member),
+    ConvergenceError (the first member that failed, its step and time; ``.trajectory`` is that
+    member's trajectory up to the failure).
+    """
+    h = _positive_finite(h, "h")
+    t_final = _positive_finite(t_final, "t_final")
+    if not isinstance(save_every, (int, np.integer)) or save_every < 1:
+        raise InputError(f"save_every must be an integer ≥ 1; got {save_every!r}")
+    save_every = int(save_every)
+    method = methods.get(method)
+    if not method.compiled:
+        raise InputError(f"{method.name} does not run in the compiled engine; ensembles need a compiled method")
+    names, state_in = _split_initial_state(system, kwargs)
+    batch = [np.asarray(x, np.float64) for x in state_in]
+    sizes = {nm: (b.shape[0] if b.ndim >= 1 else None) for nm, b in zip(names, batch)}
+    if any(b.ndim < 2 for b in batch) or len(set(sizes.values())) != 1:
+        raise InputError(f"ensemble initial states must be batched with one leading size B; got shapes "
+                         + ", ".join(f"{nm} {b.shape}" for nm, b in zip(names, batch)))
+    B = batch[0].shape[0]
+    members = []
+    for i in range(B):
+        try:
+            members.append(system.check_initial_state(*[b[i] for b in batch], project=project))
+        except InputError as exc:
+            raise InputError(f"ensemble member {i}: {exc}") from exc
+    x0s = tuple(jnp.asarray(np.stack([m[j] for m in members])) for j in range(len(names)))
+    keep_t = None if keep is None else tuple(sorted(set(keep)))
+    n_steps = step_count(h, t_final, save_every)
+    n_saves = n_steps // save_every
+    chunk_saves = _chunk_saves(n_saves, save_every, max(1, chunk_steps // max(1, B)))
+    md = {"system": system.name, "method": method.name, "traits": method.traits.as_dict(),
+          "h": h, "t_final": n_steps * h, "n_steps": n_steps, "save_every": save_every,
+          "members": B, "kept": list(keep_t) if keep_t else "all", "options": dict(kwargs),
+          "dalembert_version": __version__, "jax_version": jax.__version__}
+    md.update(metadata or {})
+    hj = jnp.asarray(h, jnp.float64)
+    t_c = time.perf_counter()
+    start, chunk = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves, keep_t)
+    t_run = time.perf_counter()
+    state, out0 = start(x0s, hj)
+    pieces = [jax.tree_util.tree_map(lambda x: np.asarray(x)[:, None], out0)]
+    done = 0
+    bar = _ProgressBar(progress, n_saves, md)
+    failure = None
+    try:
+        while done < n_saves:
+            n_active = min(chunk_saves, n_saves - done)
+            state, outs, ok, fail_at, it_sum, it_mx = chunk(state, hj, jnp.array(n_active, jnp.int32),
+                                                          jnp.array(save_every, jnp.int32))
+            outs = jax.tree_util.tree_map(np.asarray, outs)
+            ok = np.asarray(ok)
+            pieces.append(jax.tree_util.tree_map(lambda x: x[:, :n_active], outs))
+            if not ok.all():
+                i = int(np.argmin(ok))
+                failure = (i, done * save_every + int(np.asarray(fail_at)[i]))
+                break
+            done += n_active
+            bar.update(done, time.perf_counter() - t_run)
+    finally:
+        bar.close()
+    wall = time.perf_counter() - t_run
+    arrays = {k: np.concatenate([p_[k] for p_ in pieces], axis=1) for k in pieces[0]}
+    n_nodes = next(iter(arrays.values())).shape[1]
+    t = h * save_every * np.arange(n_nodes)
+    md.update({"wall_time_s": wall, "compile_time_s": t_run - t_c,
+               "trajectory_steps_per_second": B * n_steps / wall if wall > 0 and failure is None else None})
+    if failure is not None:
+        i, k = failure
+        good = k // save_every + 1
+        traj = _trajectory(t[:good], {kk: v[i, :good] for kk, v in arrays.items()}, dict(md, member=i))
+        raise ConvergenceError(f"{method.name}: ensemble member {i}, step {k} (t = {k * h:.6g}) failed "
+                               f"(Newton did not converge or non-finite values); try a smaller h",
+                               step=k, time=k * h, trajectory=traj)
+    return Ensemble(t, arrays, md)
