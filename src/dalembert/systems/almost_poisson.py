@@ -25,9 +25,11 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
 
-#: A Householder step whose (ν + s R_kk)/ν falls below this value makes the basis degenerate
-#: (its derivative grows like the inverse square root of this ratio).
-DEGENERACY_TOL = 1e-6
+#: A Householder step whose conditioning (ν + s R_kk)/ν (1 to 2 with the standard signs, 0 where
+#: the frozen-sign reflection breaks down) falls below this value counts as degenerate: the basis
+#: and its derivatives vary ever faster there and the chart (q, ρ) ends. The window it flags is
+#: wide (for the sleigh about ±0.3 rad of heading) so that no step can jump over it.
+DEGENERACY_TOL = 0.05
 
 
 def _as_vector(x, name: str) -> np.ndarray:
@@ -265,8 +267,8 @@ def almost_poisson(system, q0, *, signs=None, name: str | None = None) -> Almost
     ------
     InputError for affine constraints (not covered by the paper's reduction), or for a
     degenerate basis at q0. Along a path, a degenerate basis (conditioning below
-    :data:`DEGENERACY_TOL`, e.g. a Chaplygin sleigh that turns by about a quarter turn away from
-    the anchor) makes the discrete-gradient steps report failure, so that ``dl.integrate``
+    :data:`DEGENERACY_TOL`; e.g. the Chaplygin sleigh anchored at heading θ0 = 0.1, whose
+    frozen-sign reflection breaks down near θ = 3π/2) makes the discrete-gradient steps report failure, so that ``dl.integrate``
     stops with an error naming the step and time.
 
     Source: Celledoni et al. 2019 §2.2, §3.3, (8), (16)–(18) (spec §2.3–§2.5).
