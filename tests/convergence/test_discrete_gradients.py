@@ -231,16 +231,30 @@ def test_sleigh_figure3_turns_round():
     np.testing.assert_allclose(float(r["obs"]["q"][2]), 9.520, atol=2e-3)      # final heading [V]
 
 
-def test_sleigh_qr_chart_ends_with_a_failed_step():
+# --- through the engine (system-kind protocol) ----------------------------------------------------
+
+def test_integrate_almost_poisson_system_and_reduced_nonholonomic():
+    model = dl.models.get("gearbox")
+    ap = model.almost_poisson
+    x0 = np.asarray(ap.reduce(jnp.asarray(model.q0), jnp.asarray(model.v0)))
+    tr = dl.integrate(ap, "dg-gonzalez", x0=x0, h=0.1, t_final=5.0)
+    assert tr.x.shape == (51, 5) and tr.q.shape == (51, 3) and tr.v.shape == (51, 3)
+    assert tr.constraint_residual.shape == (51, 1) and np.max(np.abs(tr.constraint_residual)) <= 1e-15
+    assert np.max(np.abs(tr.energy - 2.270966669647573)) <= 1e-14
+    # a plain almost-Poisson system: no constraint, no q
+    osc = dl.AlmostPoissonSystem(lambda x: jnp.array([[0.0, 1.0], [-1.0, 0.0]]),
+                                 lambda x: 0.5 * jnp.sum(x * x) + 0.1 * x[0] ** 4, name="quartic-oscillator")
+    tr3 = dl.integrate(osc, "dg-itoh-abe", x0=[1.0, 0.0], h=0.1, t_final=5.0)
+    assert tr3.constraint_residual.shape == (51, 0)
+    assert np.max(np.abs(tr3.energy - 0.6)) <= 1e-15
+
+
+def test_integrate_stops_where_the_reduced_basis_degenerates():
     """The automatic reduction anchored at θ0 = 0.1 freezes the Householder sign −1; the chart
-    ends near θ = 3π/2. Integrating the Figure-3 motion through it must stop there (a step
-    reported as failed), not run on with a wrong basis."""
+    ends near θ = 3π/2. Integrating the Figure-3 motion through it must stop there with an
+    error (the steps before are kept), not run on with a wrong basis."""
     model = dl.models.get("chaplygin-sleigh")
-    args = (jnp.asarray(model.q0), jnp.asarray(model.v0))
-    run = runner("dg-gonzalez", model.system, model.q0)
-    r = run(args, 0.5, 800)
-    assert not bool(r["ok"])
-    k = int(r["first_fail"])                     # first failed step k -> k+1
-    before = run(args, 0.5, k)
-    assert bool(before["ok"])
-    assert abs(float(before["obs"]["q"][2]) - 1.5 * np.pi) < 0.5
+    with pytest.raises(dl.ConvergenceError) as e:
+        dl.integrate(model.system, "dg-gonzalez", q0=model.q0, v0=model.v0, h=0.5, t_final=200.0)
+    traj = e.value.trajectory
+    assert traj is not None and abs(traj.q[-1, 2] - 1.5 * np.pi) < 0.5
