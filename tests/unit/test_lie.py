@@ -160,6 +160,12 @@ def test_exp_coefficients_continuous_across_series_switch_and_differentiable_at_
     for f in (so3.exp, so3.dexp, so3.dexp_inv):
         a, b = np.asarray(f(n * (0.2 - 1e-12))), np.asarray(f(n * (0.2 + 1e-12)))
         np.testing.assert_allclose(a, b, atol=1e-14)
+    # the series branch (|w| < 0.2) is accurate to round-off over its whole range
+    W = n[None, :] * np.linspace(1e-3, 0.2, 200)[:, None]
+    E, D, Di = (np.asarray(f(W)) for f in (so3.exp, so3.dexp, so3.dexp_inv))
+    for k in range(len(W)):
+        np.testing.assert_allclose(E[k], scipy.linalg.expm(np_hat(W[k])), atol=1e-15)
+        np.testing.assert_allclose(Di[k] @ D[k], np.eye(3), atol=1e-15)
     Jac = np.asarray(jax.jacfwd(so3.exp)(jnp.zeros(3)))     # d exp(ŵ)/dw at 0 = the hat basis
     assert np.all(np.isfinite(Jac))
     for i in range(3):

@@ -186,8 +186,8 @@ def _exp_coeffs(w):
     b_full = (th - jnp.sin(th)) / (th * th2s)
     c_full = (1.0 - half * jnp.cos(half) / jnp.sin(half)) / th2s
     t = jnp.where(small, th2, 0.0)
-    s_ser = 1.0 - t / 6.0 + t * t / 120.0 - t ** 3 / 5040.0
-    a_ser = 0.5 - t / 24.0 + t * t / 720.0 - t ** 3 / 40320.0
+    s_ser = 1.0 - t / 6.0 + t * t / 120.0 - t ** 3 / 5040.0 + t ** 4 / 362880.0 - t ** 5 / 39916800.0
+    a_ser = 0.5 - t / 24.0 + t * t / 720.0 - t ** 3 / 40320.0 + t ** 4 / 3628800.0 - t ** 5 / 479001600.0
     b_ser = 1.0 / 6.0 - t / 120.0 + t * t / 5040.0 - t ** 3 / 362880.0 + t ** 4 / 39916800.0
     c_ser = 1.0 / 12.0 + t / 720.0 + t * t / 30240.0 + t ** 3 / 1209600.0 + t ** 4 / 47900160.0
     pick = lambda ser, full: jnp.where(small, ser, full)  # noqa: E731
