@@ -91,3 +91,9 @@ for _m in discrete_gradients._methods():
 from . import eps  # noqa: E402
 for _m in eps.METHODS:
     register(_m)
+
+# --- Gonzalez methods in canonical coordinates (Celledoni et al. 2019 §3.3): gonzalez-f, gonzalez-r
+from . import gonzalez  # noqa: E402
+
+for _m in gonzalez._methods():
+    register(_m)

@@ -73,15 +73,18 @@ def avf(H, nodes: int = AVF_NODES):
     return dg
 
 
-def gonzalez(H):
+def gonzalez(H, grad=None):
     """Gonzalez (midpoint) DG  (spec §3, eq. (12)):
 
     ∇̄H(x, y) = ∇H(x̄) + [H(y) − H(x) − ∇H(x̄)ᵀΔ] Δ / |Δ|²,  Δ = y − x, x̄ = (x + y)/2,
     and ∇H(x̄) when Δ = 0. Symmetric; |·| is the Euclidean norm of the whole state.
 
+    grad : optional callable x -> (N,) used as the base vector instead of ∇H (autodiff). (10a)
+        holds for any base vector; only consistency (10b) needs it close to ∇H (Remark 3.5).
+
     Returns dg(x (N,), y (N,)) -> (N,).
     """
-    grad = jax.grad(H)
+    grad = jax.grad(H) if grad is None else grad
 
     def dg(x, y):
         d = y - x

@@ -16,7 +16,7 @@ applied to nonholonomic systems" (2019), §2.2 and §3.3, restated in
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -245,6 +245,74 @@ def null_space_basis(constraint_matrix: Callable, signs) -> Callable:
 # the automatic reduction
 # ---------------------------------------------------------------------------------------------
 
+class ReducedForm(NamedTuple):
+    """The functions of the reduction for one sign vector (see :func:`reduced_form`)."""
+
+    frame: Callable           # q -> (X (n, m), conditioning)
+    basis: Callable           # q -> X (n, m)
+    reduced_metric: Callable  # q -> g_D = Xᵀ G X (m, m)
+    velocity: Callable        # (q, ρ) -> v = X g_D⁻¹ ρ (n,)          (16a)
+    lift: Callable            # ζ -> (q, v)
+    reduce: Callable          # (q, v) -> ζ = (q, Xᵀ G v)               (16b)
+    hamiltonian: Callable     # ζ -> ½ ρᵀ g_D⁻¹ ρ + V(q)
+    poisson_matrix: Callable  # ζ -> Π(ζ) (n+m, n+m)                    (8), (17)
+    constraint: Callable      # ζ -> μ(q) v(ζ) (r,)
+
+
+def reduced_form(system, n: int, signs, dbasis: Callable | None = None) -> ReducedForm:
+    """The reduction of ``system`` to ζ = (q, ρ) with the Householder basis of the given signs.
+
+    ``signs`` may be Python numbers or traced arrays (a method that picks the signs at the
+    start of each step, like GONZALEZ-R, passes them traced). ``dbasis(q) -> (n, m, n)``
+    replaces the autodiff derivative ∂X^j_a/∂q^i in B (17) (e.g. a finite difference, Remark 3.5).
+    Source: spec §2.5, (16)–(18).
+    """
+    frame = null_space_basis(system.constraint_matrix, signs)
+
+    def basis(q):
+        return frame(q)[0]
+
+    def reduced_metric(q):
+        X = basis(q)
+        return linalg.mm(X.T, linalg.mm(system.mass_matrix(q), X))
+
+    def velocity(q, rho):
+        X = basis(q)
+        gD = linalg.mm(X.T, linalg.mm(system.mass_matrix(q), X))
+        return linalg.mv(X, linalg.solve_spd(gD, rho))
+
+    def lift(x):
+        q, rho = x[:n], x[n:]
+        return q, velocity(q, rho)
+
+    def reduce(q, v):
+        return jnp.concatenate([q, linalg.vm(system.momentum(q, v), basis(q))])
+
+    def hamiltonian(x):
+        q, rho = x[:n], x[n:]
+        gD = reduced_metric(q)
+        return 0.5 * jnp.sum(rho * linalg.solve_spd(gD, rho)) + system.potential(q)
+
+    def poisson_matrix(x):
+        q, rho = x[:n], x[n:]
+        X = basis(q)
+        DX = jax.jacfwd(basis)(q) if dbasis is None else dbasis(q)   # (n, m, n): ∂X^j_a/∂q^i
+        p = system.momentum(q, velocity(q, rho))        # (16a)
+        M = jnp.sum(DX[:, :, None, :] * X.T[None, None, :, :], axis=-1)   # M[j,a,b] = ((DX_a) X_b)^j
+        Mp = jnp.sum(M * p[:, None, None], axis=0)      # (m, m)
+        B = Mp - Mp.T                                   # (17)
+        top = jnp.concatenate([jnp.zeros((n, n)), X], axis=1)
+        bottom = jnp.concatenate([-X.T, B], axis=1)
+        return jnp.concatenate([top, bottom], axis=0)
+
+    def constraint(x):
+        q, v = lift(x)
+        return system.constraint_residual(q, v)
+
+    return ReducedForm(frame, basis, reduced_metric, velocity, lift, reduce, hamiltonian,
+                       poisson_matrix, constraint)
+
+
 def almost_poisson(system, q0, *, signs=None, name: str | None = None) -> AlmostPoissonSystem:
     """The almost-Poisson form of a nonholonomic system in adapted coordinates ζ = (q, ρ).
 
@@ -280,7 +348,6 @@ def almost_poisson(system, q0, *, signs=None, name: str | None = None) -> Almost
     n = q0.size
     mu0 = np.asarray(system.constraint_matrix(jnp.asarray(q0)))
     r = mu0.shape[0]
-    m = n - r
     if signs is None:
         _, _, s0, c0 = householder_qr(jnp.asarray(mu0.T))
         signs = np.asarray(s0)
@@ -289,51 +356,15 @@ def almost_poisson(system, q0, *, signs=None, name: str | None = None) -> Almost
         if signs.shape != (r,) or not np.all(np.abs(signs) == 1):
             raise InputError(f"signs must be {r} values ±1; got {signs}")
     signs = tuple(float(s) for s in signs)
-    basis_c = null_space_basis(system.constraint_matrix, signs)
-    c0 = float(basis_c(jnp.asarray(q0))[1])
+    f = reduced_form(system, n, signs)
+    c0 = float(f.frame(jnp.asarray(q0))[1])
     if not c0 > DEGENERACY_TOL:
         raise InputError(f"almost_poisson: the basis of ker μ is degenerate at q0 = {q0} "
                          f"(conditioning {c0:.3e}); choose other signs")
-
-    def basis(q):
-        return basis_c(q)[0]
-
-    def reduced_metric(q):
-        X = basis(q)
-        return linalg.mm(X.T, linalg.mm(system.mass_matrix(q), X))
-
-    def velocity(q, rho):
-        X = basis(q)
-        gD = linalg.mm(X.T, linalg.mm(system.mass_matrix(q), X))
-        return linalg.mv(X, linalg.solve_spd(gD, rho))
-
-    def lift(x):
-        q, rho = x[:n], x[n:]
-        return q, velocity(q, rho)
-
-    def reduce(q, v):
-        return jnp.concatenate([q, linalg.vm(system.momentum(q, v), basis(q))])
-
-    def hamiltonian(x):
-        q, rho = x[:n], x[n:]
-        gD = reduced_metric(q)
-        return 0.5 * jnp.sum(rho * linalg.solve_spd(gD, rho)) + system.potential(q)
-
-    def poisson_matrix(x):
-        q, rho = x[:n], x[n:]
-        X = basis(q)
-        DX = jax.jacfwd(basis)(q)                       # (n, m, n): ∂X^j_a/∂q^i
-        p = system.momentum(q, velocity(q, rho))        # (16a)
-        M = jnp.sum(DX[:, :, None, :] * X.T[None, None, :, :], axis=-1)   # M[j,a,b] = ((DX_a) X_b)^j
-        Mp = jnp.sum(M * p[:, None, None], axis=0)      # (m, m)
-        B = Mp - Mp.T                                   # (17)
-        top = jnp.concatenate([jnp.zeros((n, n)), X], axis=1)
-        bottom = jnp.concatenate([-X.T, B], axis=1)
-        return jnp.concatenate([top, bottom], axis=0)
-
-    def constraint(x):
-        q, v = lift(x)
-        return system.constraint_residual(q, v)
+    basis, reduced_metric = f.basis, f.reduced_metric
+    poisson_matrix, hamiltonian, lift, reduce, constraint = (
+        f.poisson_matrix, f.hamiltonian, f.lift, f.reduce, f.constraint)
+    basis_c = f.frame
 
     ap = AlmostPoissonSystem(poisson_matrix, hamiltonian, name or f"{system.name}/almost-poisson",
                              constraint=constraint, lift=lift, reduce=reduce, nonholonomic=system,

@@ -1,0 +1,183 @@
+"""Gonzalez discrete-gradient methods in canonical coordinates: GONZALEZ-F and GONZALEZ-R.
+
+Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019, §3.3, (15), Algorithm 1,
+Remarks 3.4–3.5 (``shared/papers/discrete-gradients-2019.md`` §4.3–§4.4). Both take a
+:class:`~dalembert.NonholonomicSystem` with linear constraints and keep the state (q_k, p_k),
+p = G v.
+
+* ``gonzalez-f`` (15): the full-space Gonzalez DG of H(q, p) = ½pᵀG⁻¹p + V with multipliers.
+  Unknowns (q', p', λ) ∈ R^{2n+r}:
+  (z' − z)/h = J ∇̄H(z, z') + (0; μ(q̄)ᵀλ),  μ(q̄) ∇̄_pH(z, z') = 0,  q̄ = (q + q')/2 (erratum 7).
+  Energy-exact and second order, but the constraint μ(q)G⁻¹p = 0 is **not** kept: it drifts
+  (this is what the paper's Figure 4 shows). Reported: q_k, p_k, v_k = G⁻¹p_k.
+* ``gonzalez-r`` (§4.4): the reduced Gonzalez method (14) on the almost-Poisson form, run from
+  canonical data only. Each step takes the Householder basis X of ker μ with the standard signs at
+  q_k (frozen for the step), ρ = Xᵀp (16b), solves ζ' = ζ + hΠ(ζ̄)∇̄₂𝓗(ζ, ζ') with B from (17),
+  and maps back p' = G(q')X(q')g_D(q')⁻¹ρ' (16a). Energy-exact, endpoint constraint exact,
+  discrete constraint μ(q̄)(q' − q) = 0, order 2. Build option ``basis_derivative="fd"``: the
+  Remark 3.5 variant, ∂X/∂q^i ≈ [X(q̄ + h e_i) − X(q̄ − h e_i)]/(2h) in B (17) and in the base
+  vector (18a) of the Gonzalez DG (order 2, energy and constraints still exact).
+  Reported: q_k, p_k, v_k = G⁻¹p_k (which satisfies the constraint).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .. import linalg
+from ..errors import InputError
+from ..solvers.newton import MAX_ITER, RTOL, newton
+from ..systems.almost_poisson import DEGENERACY_TOL, householder_qr, reduced_form
+from .base import Method, Scheme, StepInfo, Traits
+from .discrete_gradients import gonzalez
+
+_SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019"
+
+
+class CanonicalState(NamedTuple):
+    """q: (n,) configuration q_k;  p: (n,) momentum p_k = G v_k."""
+
+    q: Any
+    p: Any
+
+
+def _check_system(system, name):
+    from ..systems.nonholonomic import NonholonomicSystem
+    if not isinstance(system, NonholonomicSystem):
+        raise InputError(f"{name} takes a NonholonomicSystem; got {type(system).__name__}")
+    if system.is_affine:
+        raise InputError(f"{name}: affine constraints are not supported (Celledoni et al. 2019 treat "
+                         "linear constraints)")
+
+
+def _init(system):
+    def init(q0, v0, h=None):
+        q0 = jnp.asarray(q0)
+        return CanonicalState(q0, system.momentum(q0, jnp.asarray(v0)))
+    return init
+
+
+def _observe(system):
+    def observe(state, h=None):
+        return {"q": state.q, "p": state.p, "v": system.factor_metric(state.q).solve(state.p)}
+    return observe
+
+
+@dataclass(frozen=True, eq=False)
+class GonzalezF(Method):
+    """GONZALEZ-F, scheme (15) (see module doc). Build options: rtol, max_iter (Newton)."""
+
+    def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
+        _check_system(system, self.name)
+        n = jnp.asarray(q0).shape[0]
+
+        def H(z):
+            return system.hamiltonian(z[:n], z[n:])
+
+        dg = gonzalez(H)
+
+        def step(state, h):
+            z = jnp.concatenate([state.q, state.p])
+            r = system.constraint_matrix(state.q).shape[0]
+
+            def F(u):   # u = (q', p', hλ): the impulse hλ keeps the unknowns' round-off O(ε)
+                zp, lam_h = u[:2 * n], u[2 * n:]
+                mu = system.constraint_matrix(0.5 * (state.q + zp[:n]))
+                g = dg(z, zp)
+                gq, gp = g[:n], g[n:]
+                return jnp.concatenate([zp[:n] - state.q - h * gp,
+                                        zp[n:] - state.p + h * gq - linalg.vm(lam_h, mu),
+                                        linalg.mv(mu, gp)])
+
+            g0 = jax.grad(H)(z)
+            u0 = jnp.concatenate([state.q + h * g0[n:], state.p - h * g0[:n], jnp.zeros(r)])
+            res = newton(F, u0, rtol=rtol, max_iter=max_iter)
+            return CanonicalState(res.x[:n], res.x[n:2 * n]), StepInfo(res.converged, res.iterations)
+
+        return Scheme(_init(system), step, _observe(system))
+
+
+def _grad_18(system, f, n, dbasis):
+    """∇𝓗(ζ) from (18a, b) with a given ∂X (spec §2.5): ∂𝓗/∂q_i = −½ vᵀ(∂_iG)v − pᵀ(∂_iX)y + ∂_iV,
+    ∂𝓗/∂ρ = y, where y = g_D⁻¹ρ, v = Xy, p = Gv."""
+    def grad(x):
+        q, rho = x[:n], x[n:]
+        X = f.basis(q)
+        y = linalg.solve_spd(f.reduced_metric(q), rho)
+        v = linalg.mv(X, y)
+        p = system.momentum(q, v)
+        dG = jax.jacfwd(system.mass_matrix)(q)                   # (n, n, n): ∂G_jk/∂q_i at [j, k, i]
+        t1 = -0.5 * jnp.sum(dG * v[:, None, None] * v[None, :, None], axis=(0, 1))
+        t2 = jnp.sum(dbasis(q) * p[:, None, None] * y[None, :, None], axis=(0, 1))
+        return jnp.concatenate([t1 - t2 + system.grad_potential(q), y])
+    return grad
+
+
+@dataclass(frozen=True, eq=False)
+class GonzalezR(Method):
+    """GONZALEZ-R (see module doc). Build options: ``basis_derivative`` "autodiff" (default) or
+    "fd" (Remark 3.5, increment h); rtol, max_iter (Newton)."""
+
+    def build(self, system, q0, *, basis_derivative: str = "autodiff", rtol: float = RTOL,
+              max_iter: int = MAX_ITER) -> Scheme:
+        _check_system(system, self.name)
+        if basis_derivative not in ("autodiff", "fd"):
+            raise InputError(f"basis_derivative must be 'autodiff' or 'fd'; got {basis_derivative!r}")
+        n = jnp.asarray(q0).shape[0]
+
+        def step(state, h):
+            q, p = state
+            signs = householder_qr(system.constraint_matrix(q).T)[2]     # standard signs at q_k
+            if basis_derivative == "fd":
+                frame = reduced_form(system, n, signs).basis
+                eye = jnp.eye(n)
+
+                def dbasis(x):
+                    cols = [(frame(x + h * eye[i]) - frame(x - h * eye[i])) / (2.0 * h) for i in range(n)]
+                    return jnp.stack(cols, axis=-1)
+                f = reduced_form(system, n, signs, dbasis=dbasis)
+                dg = gonzalez(f.hamiltonian, grad=_grad_18(system, f, n, dbasis))
+            else:
+                f = reduced_form(system, n, signs)
+                dg = gonzalez(f.hamiltonian)
+            x = jnp.concatenate([q, linalg.vm(p, f.basis(q))])             # (16b)
+
+            def F(y):
+                return y - x - h * linalg.mv(f.poisson_matrix(0.5 * (x + y)), dg(x, y))
+
+            y0 = x + h * linalg.mv(f.poisson_matrix(x), jax.grad(f.hamiltonian)(x))
+            res = newton(F, y0, rtol=rtol, max_iter=max_iter)
+            q1, v1 = f.lift(res.x)
+            ok = (res.converged & (f.frame(0.5 * (q + q1))[1] > DEGENERACY_TOL)
+                  & (f.frame(q1)[1] > DEGENERACY_TOL))
+            return CanonicalState(q1, system.momentum(q1, v1)), StepInfo(ok, res.iterations)  # (16a)
+
+        return Scheme(_init(system), step, _observe(system))
+
+
+def _methods():
+    return (
+        GonzalezF(
+            name="gonzalez-f",
+            traits=Traits(
+                order=2, symmetric=True, implicit=True,
+                preserves=("energy H(q, p) (exactly, Gonzalez discrete gradient)",),
+                node_velocity="v_k = G⁻¹p_k (does NOT satisfy the constraint: it drifts)",
+                source=f"{_SOURCE}, (15) with the Gonzalez DG (12); q̄ the midpoint (erratum 7)",
+                family="discrete-gradients"),
+            description="Full-space Gonzalez DG with multipliers: energy-exact, constraint drifts."),
+        GonzalezR(
+            name="gonzalez-r",
+            traits=Traits(
+                order=2, symmetric=True, implicit=True,
+                preserves=("energy H(q, p) (exactly, Gonzalez discrete gradient)",
+                           "node constraint μ(q_k) G⁻¹p_k = 0 (16a)",
+                           "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (Remark 3.3)"),
+                node_velocity="v_k = G⁻¹p_k, p_k = G X g_D⁻¹ ρ_k (16a): on the constraint",
+                source=f"{_SOURCE}, §3.3, Algorithm 1 (erratum 6), (16)–(18), Remark 3.5 (option)",
+                family="discrete-gradients"),
+            description="Reduced Gonzalez method run in canonical coordinates with a Householder basis."),
+    )
