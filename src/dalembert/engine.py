@@ -285,6 +285,54 @@ def _compiled(system, method, options: dict, x0s: tuple, h, save_every: int, chu
 # the public entry point
 # ---------------------------------------------------------------------------------------------
 
+def _check_run(h, t_final, save_every, method):
+    """Validated (h, t_final, save_every, Method) of a run."""
+    h = _positive_finite(h, "h")
+    t_final = _positive_finite(t_final, "t_final")
+    if not isinstance(save_every, (int, np.integer)) or save_every < 1:
+        raise InputError(f"save_every must be an integer ≥ 1; got {save_every!r}")
+    return h, t_final, int(save_every), methods.get(method)
+
+
+def _run_chunks(chunk, state, hj, out0, n_saves, chunk_saves, save_every, progress, md, batched):
+    """Drive the compiled chunks until n_saves nodes are done or a step fails.
+
+    Returns (arrays, failure, it_total, it_max, wall): the node arrays (leading node axis, after
+    the member axis when ``batched``), None or (member, step) of the first failure (member 0 for
+    a single run), and Newton statistics.
+    """
+    ax = 1 if batched else 0
+
+    def first(x, n):
+        return x[:, :n] if batched else x[:n]
+
+    t_run = time.perf_counter()
+    pieces = [jax.tree_util.tree_map(lambda x: np.expand_dims(np.asarray(x), ax), out0)]
+    done, it_total, it_max, failure = 0, 0, 0, None
+    bar = _ProgressBar(progress, n_saves, md)
+    try:
+        while done < n_saves:
+            n_active = min(chunk_saves, n_saves - done)
+            state, outs, ok, fail_at, it_sum, it_mx = chunk(
+                state, hj, jnp.array(n_active, jnp.int32), jnp.array(save_every, jnp.int32))
+            outs = jax.tree_util.tree_map(np.asarray, outs)
+            ok, fail_at = np.atleast_1d(np.asarray(ok)), np.atleast_1d(np.asarray(fail_at))
+            it_total += int(np.sum(it_sum))
+            it_max = max(it_max, int(np.max(it_mx)))
+            if not ok.all():
+                i = int(np.argmin(ok))
+                failure = (i, done * save_every + int(fail_at[i]))
+                pieces.append(jax.tree_util.tree_map(lambda x: first(x, int(fail_at[i]) // save_every), outs))
+                break
+            pieces.append(jax.tree_util.tree_map(lambda x: first(x, n_active), outs))
+            done += n_active
+            bar.update(done, time.perf_counter() - t_run)
+    finally:
+        bar.close()
+    arrays = {k: np.concatenate([p_[k] for p_ in pieces], axis=ax) for k in pieces[0]}
+    return arrays, failure, it_total, it_max, time.perf_counter() - t_run
+
+
 def _split_initial_state(system, kwargs: dict):
     """Pop the system's initial-state keywords (``system.state_names``) from kwargs."""
     names = tuple(getattr(system, "state_names", ("q0", "v0")))
@@ -336,12 +384,7 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
     UnknownNameError (method), ConvergenceError (a step failed; ``.trajectory`` holds the nodes
     computed before it).
     """
-    h = _positive_finite(h, "h")
-    t_final = _positive_finite(t_final, "t_final")
-    if not isinstance(save_every, (int, np.integer)) or save_every < 1:
-        raise InputError(f"save_every must be an integer ≥ 1; got {save_every!r}")
-    save_every = int(save_every)
-    method = methods.get(method)
+    h, t_final, save_every, method = _check_run(h, t_final, save_every, method)
     names, state_in = _split_initial_state(system, kwargs)
     options = kwargs
     x0s = tuple(np.asarray(x, np.float64) for x in system.check_initial_state(*state_in, project=project))
@@ -394,31 +437,9 @@ def _integrate_compiled(system, method, x0s, h, n_steps, save_every, progress, c
     t_run = time.perf_counter()
     compile_s = t_run - t_compile
     state, out0 = start(x0j, hj)
-    pieces = [jax.tree_util.tree_map(lambda x: np.asarray(x)[None], out0)]
-    done, it_total, it_max = 0, 0, 0
-    bar = _ProgressBar(progress, n_saves, md)
-    failure = None
-    try:
-        while done < n_saves:
-            n_active = min(chunk_saves, n_saves - done)
-            state, outs, ok, fail_at, it_sum, it_mx = chunk(state, hj, jnp.array(n_active, jnp.int32),
-                                                          jnp.array(save_every, jnp.int32))
-            outs = jax.tree_util.tree_map(np.asarray, outs)
-            it_total += int(it_sum)
-            it_max = max(it_max, int(it_mx))
-            if not bool(ok):
-                k_fail = done * save_every + int(fail_at)
-                good_saves = int(fail_at) // save_every
-                pieces.append(jax.tree_util.tree_map(lambda x: x[:good_saves], outs))
-                failure = k_fail
-                break
-            pieces.append(jax.tree_util.tree_map(lambda x: x[:n_active], outs))
-            done += n_active
-            bar.update(done, time.perf_counter() - t_run)
-    finally:
-        bar.close()
-    wall = time.perf_counter() - t_run
-    arrays = {k: np.concatenate([p_[k] for p_ in pieces]) for k in pieces[0]}
+    arrays, failure, it_total, it_max, wall = _run_chunks(
+        chunk, state, hj, out0, n_saves, chunk_saves, save_every, progress, md, batched=False)
+    failure = None if failure is None else failure[1]
     n_nodes = next(iter(arrays.values())).shape[0]
     steps_done = failure if failure is not None else n_steps
     md.update({
@@ -568,12 +589,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     ConvergenceError (the first member that failed, its step and time; ``.trajectory`` is that
     member's trajectory up to the failure).
     """
-    h = _positive_finite(h, "h")
-    t_final = _positive_finite(t_final, "t_final")
-    if not isinstance(save_every, (int, np.integer)) or save_every < 1:
-        raise InputError(f"save_every must be an integer ≥ 1; got {save_every!r}")
-    save_every = int(save_every)
-    method = methods.get(method)
+    h, t_final, save_every, method = _check_run(h, t_final, save_every, method)
     if not method.compiled:
         raise InputError(f"{method.name} does not run in the compiled engine; ensembles need a compiled method")
     names, state_in = _split_initial_state(system, kwargs)
@@ -604,28 +620,8 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     start, chunk = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves, keep_t)
     t_run = time.perf_counter()
     state, out0 = start(x0s, hj)
-    pieces = [jax.tree_util.tree_map(lambda x: np.asarray(x)[:, None], out0)]
-    done = 0
-    bar = _ProgressBar(progress, n_saves, md)
-    failure = None
-    try:
-        while done < n_saves:
-            n_active = min(chunk_saves, n_saves - done)
-            state, outs, ok, fail_at, it_sum, it_mx = chunk(state, hj, jnp.array(n_active, jnp.int32),
-                                                          jnp.array(save_every, jnp.int32))
-            outs = jax.tree_util.tree_map(np.asarray, outs)
-            ok = np.asarray(ok)
-            pieces.append(jax.tree_util.tree_map(lambda x: x[:, :n_active], outs))
-            if not ok.all():
-                i = int(np.argmin(ok))
-                failure = (i, done * save_every + int(np.asarray(fail_at)[i]))
-                break
-            done += n_active
-            bar.update(done, time.perf_counter() - t_run)
-    finally:
-        bar.close()
-    wall = time.perf_counter() - t_run
-    arrays = {k: np.concatenate([p_[k] for p_ in pieces], axis=1) for k in pieces[0]}
+    arrays, failure, _, _, wall = _run_chunks(
+        chunk, state, hj, out0, n_saves, chunk_saves, save_every, progress, md, batched=True)
     n_nodes = next(iter(arrays.values())).shape[1]
     t = h * save_every * np.arange(n_nodes)
     md.update({"wall_time_s": wall, "compile_time_s": t_run - t_c,
