@@ -97,3 +97,9 @@ from . import gonzalez  # noqa: E402
 
 for _m in gonzalez._methods():
     register(_m)
+
+# --- comparison methods of Celledoni et al. 2019 (§5 of the spec): si-dla, i-dla, spark-lobatto2
+from . import comparison  # noqa: E402
+
+for _m in comparison._methods():
+    register(_m)
