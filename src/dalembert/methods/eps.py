@@ -301,8 +301,9 @@ _GROUP = ("R_k ∈ SO(3) (Cayley/exp reconstruction, P40)", "A ω_k = 0 (reduced
 
 
 _NODE = "ω_k at t_k (A ω_k = 0 to round-off); R_k from the reconstruction; lam: see module doc"
-_RECON = (" Reported order is that of ω; R is globally first order with the paper's left-endpoint "
-          "reconstruction (Thm 5.2(2)), second order with reconstruction='midpoint' (S6).")
+_RECON = (" Traits (order, symmetric) describe the ω map: R is globally first order with the paper's "
+          "left-endpoint reconstruction (Thm 5.2(2)), and the (R, ω) map is time-symmetric only with "
+          "reconstruction='midpoint' (S6, second order in R).")
 
 dreps_euler = DREPS(
     name="dreps-euler",
