@@ -103,3 +103,16 @@ from . import comparison  # noqa: E402
 
 for _m in comparison._methods():
     register(_m)
+
+# --- Ferraro–Iglesias–Martín de Diego 2008: DLA with the left-point ("bad") discrete constraint,
+# and the reflection GNI on SO(3) (lie-gni-mv, lie-gni-cayley)
+from .dla import dla_variant, left_point_constraint  # noqa: E402,F401
+
+dla_left = register(dla_variant(
+    "dla-left", left_point_constraint,
+    description="DLA with midpoint L_d and the left-point discrete constraint μ(q_k)(q_{k+1}−q_k)/h = ν(q_k)."))
+from . import lie_gni  # noqa: E402
+from .lie_gni import LieGNI, lie_gni as make_lie_gni  # noqa: E402,F401
+
+for _m in lie_gni.METHODS:
+    register(_m)

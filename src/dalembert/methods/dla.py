@@ -37,6 +37,31 @@ def midpoint_constraint(system) -> Callable:
     return omega
 
 
+def left_point_constraint(system) -> Callable:
+    """ω_d(q0, q1, h) = μ(q0)(q1 − q0)/h − ν(q0): the left-point ("bad") discrete constraint of
+    Ferraro–Iglesias–Martín de Diego 2008 Example 3 (spec §4: "(x2 − x1) sin θ1 − (y2 − y1) cos θ1
+    = 0"); shape (m,). Consistent, but its error is 1–2 orders larger than the midpoint one (T15)."""
+    def omega(q0, q1, h):
+        return linalg.mv(system.constraint_matrix(q0), q1 - q0) / h - system.constraint_rhs(q0)
+    return omega
+
+
+def dla_variant(name: str, discrete_constraint, discrete_lagrangian=None, order: int = 2,
+                description: str = "") -> "DLA":
+    """A DLA method with the midpoint L_d (default) and another discrete constraint
+    (a function ``system -> ω_d(q0, q1, h)``, e.g. :func:`left_point_constraint`)."""
+    from . import discrete_lagrangians
+    from .base import Traits
+    return DLA(name=name, traits=Traits(
+        order=order, symmetric=False, implicit=True,
+        preserves=(f"discrete constraint {getattr(discrete_constraint, '__name__', 'ω_d')} = 0",),
+        node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
+        source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 (2008) "
+               "§2.6 / Example 3 (the \"bad\" discrete constraint)", family="dla"),
+        description=description, discrete_lagrangian=discrete_lagrangian or discrete_lagrangians.midpoint,
+        discrete_constraint=discrete_constraint)
+
+
 @dataclass(frozen=True, eq=False)
 class DLA(Method):
     """Discrete Lagrange–d'Alembert with a discrete Lagrangian and a discrete constraint.

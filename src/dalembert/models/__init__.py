@@ -9,3 +9,4 @@ from . import (chaotic_quartic, chaplygin_sleigh, gearbox, particle, rolling_dis
 
 __all__ = ["Model", "ModelSpec", "Parameter", "available", "get", "register", "spec"]
 from . import suslov  # noqa: E402,F401  (Euler–Poincaré–Suslov on SO(3))
+from . import snakeboard  # noqa: E402,F401  (Ferraro et al. 2008 Example 2)

@@ -1,0 +1,251 @@
+"""The reflection ("momentum-jump") GNI on the Lie group SO(3) with a left-invariant discrete
+Lagrangian, for any constraint distribution.
+
+Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) §4.1–§4.4, (P7)
+(``shared/papers/gni-2008-momentum-energy.md`` §2.2–§2.5). Discrete Lagrangian
+L_d(R_k, R_{k+1}) = l_d(W_k), W_k = R_kᵀR_{k+1}; trivialised derivatives (spec §2.2)
+
+    <l_d'^R(W), ξ> = d/ds l_d(exp(sξ̂) W),    <l_d'^L(W), η> = d/ds l_d(W exp(sη̂)),
+    l_d'^L(W) = Ad*_W l_d'^R(W) = Wᵀ l_d'^R(W).
+
+Algorithm in body coordinates (state: R_k and the pre-momentum μ⁺_k = l_d'^L(W_{k−1})):
+
+    μ⁻_k = (Id − 2 Q̂*(R_k)) μ⁺_k,   Q̂* = Aᵀ(A𝕀⁻¹Aᵀ)⁻¹A𝕀⁻¹  (A = A(R_k), the reflection)
+    solve l_d'^R(W_k) = μ⁻_k for W_k ∈ SO(3)                 (Newton on W = cay(w), or closed form)
+    R_{k+1} = R_k W_k,   μ⁺_{k+1} = l_d'^L(W_k).
+
+Theorem 1: with 𝕀 ∝ Id (bi-invariant metric) and *any* left-invariant l_d and any D, the energy
+½|μ⁻_k|²_{𝕀⁻¹} (= ½|μ⁺_k|²_{𝕀⁻¹}, the reflection is an isometry) is exactly constant. Beyond the
+paper (spec §3, "second case"): the Moser–Veselov l_d conserves it for any 𝕀 and any D. With D
+right-invariant as well (§4.4), the average momentum μ̃_k = ½(μ⁺_k + μ⁻_k) = P̂*μ⁺_k has constant
+norm and constant spatial form R_k μ̃_k.
+
+Discrete Lagrangians (L_d = h·L scaling, so momenta are physical):
+``moser_veselov``: l_d(W) = −(1/h) tr(W J_d), J_d = ½ tr(𝕀) Id − 𝕀; closed-form derivatives
+l_d'^R = vee(W J_d − J_d Wᵀ)/h, l_d'^L = vee(J_d W − Wᵀ J_d)/h (spec §2.2);
+``cayley_lagrangian``: l_d(W) = (1/2h) cay⁻¹(W)ᵀ 𝕀 cay⁻¹(W) (derivatives by autodiff).
+
+Start-up from (R0, ω0): ``startup="consistent"`` (default) μ⁺_0 = 𝕀ω0 − (h/2) A(R0)ᵀλ(R0, ω0),
+or ``"legendre"`` μ⁺_0 = 𝕀ω0 (spec §2.1 (ii)/(i)).
+
+Reported at the nodes (``observe``): R (3, 3); omega = 𝕀⁻¹μ̃_k (satisfies A(R_k)ω_k = 0 exactly);
+mu = μ̃_k; mu_minus = μ⁻_k (post-momentum); energy_post = ½μ⁻_kᵀ𝕀⁻¹μ⁻_k (the Theorem 1 energy);
+spatial_momentum = R_k μ̃_k; lam = −(2/h) C⁻¹A𝕀⁻¹μ⁺_k (≈ the continuous multiplier).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import linalg
+from ..errors import InputError
+from ..lie import so3
+from ..solvers.newton import MAX_ITER, RTOL, newton
+from .base import Method, Scheme, StepInfo, Traits
+
+_PAPER = ("Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) §4.1–§4.4, (P7), Thm 1 "
+          "(gni-2008-momentum-energy.md §2.2–§2.5)")
+
+
+class LieGNIState(NamedTuple):
+    """R: (3, 3) R_k;  mu: (3,) the pre-momentum μ⁺_k (body)."""
+
+    R: Any
+    mu: Any
+
+
+@dataclass(frozen=True)
+class LieDiscreteLagrangian:
+    """A left-invariant discrete Lagrangian on SO(3), built from the inertia.
+
+    build : inertia (3, 3) -> dict with ``l_d(W, h)`` and optionally closed forms ``dR(W, h)``,
+        ``dL(W, h)`` (the trivialised derivatives, (3,)) and ``solve(mu, h)`` (W with
+        l_d'^R(W) = mu; returns (W, converged, iterations)).
+    """
+
+    name: str
+    build: Callable
+
+
+def _cayley_build(inertia):
+    I = jnp.asarray(inertia, jnp.float64)
+
+    def l_d(W, h):
+        w = so3.cayley_inv(W)
+        return 0.5 * jnp.sum(w * linalg.mv(I, w)) / h
+
+    return {"l_d": l_d}
+
+
+def _mv_parts(Jd):
+    Jd = jnp.asarray(Jd, jnp.float64)
+
+    def l_d(W, h):
+        return -jnp.trace(so3.matmul(W, Jd)) / h
+
+    def dR(W, h):
+        return so3.vee(so3.matmul(W, Jd) - so3.matmul(Jd, so3.transpose(W))) / h
+
+    def dL(W, h):
+        return so3.vee(so3.matmul(Jd, W) - so3.matmul(so3.transpose(W), Jd)) / h
+
+    return {"l_d": l_d, "dR": dR, "dL": dL}
+
+
+def _mv_build(inertia):
+    I = jnp.asarray(inertia, jnp.float64)
+    return _mv_parts(0.5 * jnp.trace(I) * jnp.eye(3) - I)
+
+
+def moser_veselov_with(J_d) -> LieDiscreteLagrangian:
+    """The MV form l_d(W) = −(1/h) tr(W J_d) with a given (3, 3) J_d, whatever the system's inertia
+    (e.g. a mismatched J_d, the negative control T23 of the spec)."""
+    J_d = np.asarray(J_d, float)
+    return LieDiscreteLagrangian(f"moser-veselov(J_d = {np.array2string(J_d, precision=3)})",
+                                 lambda inertia: _mv_parts(J_d))
+
+
+#: Moser–Veselov l_d(W) = −(1/h) tr(W J_d), J_d = ½ tr(𝕀) Id − 𝕀.
+moser_veselov = LieDiscreteLagrangian("moser-veselov", _mv_build)
+#: l_d(W) = (1/2h) cay⁻¹(W)ᵀ 𝕀 cay⁻¹(W): a consistent left-invariant l_d that is not MV.
+cayley_lagrangian = LieDiscreteLagrangian("cayley", _cayley_build)
+
+
+def trivialised_derivatives(l_d):
+    """(dR, dL) of a callable l_d(W, h) by autodiff: l_d'^R(W) = ∇_ξ l_d(exp(ξ̂)W)|₀,
+    l_d'^L(W) = ∇_η l_d(W exp(η̂))|₀ (each (3,))."""
+    z = jnp.zeros(3)
+
+    def dR(W, h):
+        return jax.grad(lambda xi: l_d(so3.matmul(so3.cayley(xi), W), h))(z)
+
+    def dL(W, h):
+        return jax.grad(lambda eta: l_d(so3.matmul(W, so3.cayley(eta)), h))(z)
+    return dR, dL
+
+
+def _derivatives(parts):
+    dR, dL = trivialised_derivatives(parts["l_d"])
+    return parts.get("dR", dR), parts.get("dL", dL)
+
+
+def solve_right_momentum(dR, inertia, mu, h, rtol=RTOL, max_iter=MAX_ITER):
+    """W ∈ SO(3) with l_d'^R(W) = μ by Newton on w, W = cay(w), from w = h𝕀⁻¹μ.
+
+    Returns (W (3, 3), converged, iterations).
+    """
+    Iinv = jnp.asarray(np.linalg.inv(np.asarray(inertia, float)))
+
+    def F(w):
+        return dR(so3.cayley(w), h) - mu
+
+    res = newton(F, h * linalg.mv(Iinv, mu), rtol=rtol, max_iter=max_iter)
+    return so3.cayley(res.x), res.converged, res.iterations
+
+
+@dataclass(frozen=True, eq=False)
+class LieGNI(Method):
+    """The Lie-group GNI (module doc) for a :class:`~dalembert.systems.lie_nonholonomic.LieNonholonomicSystem`
+    (or an ``EulerPoincareSuslovSystem``: constant covectors).
+
+    Build options: startup ("consistent" | "legendre"), rtol, max_iter (Newton).
+    """
+
+    discrete_lagrangian: Any = None
+
+    def build(self, system, x0=None, *, startup: str = "consistent", rtol: float = RTOL,
+              max_iter: int = MAX_ITER) -> Scheme:
+        system = _as_lie_system(system, self.name)
+        if startup not in ("consistent", "legendre"):
+            raise InputError(f"unknown startup {startup!r}; choose from: consistent, legendre")
+        parts = self.discrete_lagrangian.build(system.inertia)
+        dR, dL = _derivatives(parts)
+        I = system.inertia
+
+        def init(R0, omega0, h):
+            R0 = jnp.asarray(R0, jnp.float64)
+            omega0 = jnp.asarray(omega0, jnp.float64)
+            mu = system.momentum(omega0)
+            if startup == "consistent":
+                mu = mu - 0.5 * h * linalg.vm(system.multiplier(R0, omega0), system.constraint_covectors(R0))
+            return LieGNIState(R0, mu)
+
+        def step(state, h):
+            R, mu = state
+            mu_minus = system.reflect(R, mu)
+            W, conv, it = solve_right_momentum(dR, I, mu_minus, h, rtol, max_iter)
+            return LieGNIState(so3.matmul(R, W), dL(W, h)), StepInfo(conv, it)
+
+        def observe(state, h):
+            R, mu = state
+            A, C = system.gram(R)
+            s = linalg.solve_spd(C, linalg.mv(A, system.velocity(mu)))
+            mu_avg = mu - linalg.vm(s, A)
+            mu_minus = mu - 2.0 * linalg.vm(s, A)
+            return {"R": R, "omega": system.velocity(mu_avg), "mu": mu_avg, "mu_minus": mu_minus,
+                    "energy_post": system.hamiltonian(mu_minus),
+                    "spatial_momentum": linalg.mv(R, mu_avg), "lam": -(2.0 / h) * s}
+
+        return Scheme(init, step, observe)
+
+
+def _as_lie_system(system, name):
+    from ..systems.euler_poincare_suslov import EulerPoincareSuslovSystem
+    from ..systems.lie_nonholonomic import LieNonholonomicSystem
+    if isinstance(system, LieNonholonomicSystem):
+        return system
+    if isinstance(system, EulerPoincareSuslovSystem) and system.symmetric:
+        return _LieView(system)
+    raise InputError(f"method {name!r} integrates a LieNonholonomicSystem (or a symmetric "
+                     f"EulerPoincareSuslovSystem); got {type(system).__name__}")
+
+
+def _LieView(eps_system):
+    """A LieNonholonomicSystem with the constant covectors of an EPS system (same equations)."""
+    from ..systems.lie_nonholonomic import LieNonholonomicSystem
+    cache = _LIE_VIEWS.get(id(eps_system))
+    if cache is None or cache[0] is not eps_system:
+        cache = (eps_system, LieNonholonomicSystem(eps_system.inertia, eps_system.A, eps_system.name))
+        _LIE_VIEWS[id(eps_system)] = cache
+    return cache[1]
+
+
+_LIE_VIEWS: dict = {}
+
+
+def lie_gni(discrete_lagrangian, name: str = "lie-gni-custom", order: int = 2) -> LieGNI:
+    """A Lie-group GNI with a :class:`LieDiscreteLagrangian` (or a callable l_d(W, h), whose
+    derivatives are then taken by autodiff), usable in ``dl.integrate``."""
+    if not isinstance(discrete_lagrangian, LieDiscreteLagrangian):
+        f = discrete_lagrangian
+        discrete_lagrangian = LieDiscreteLagrangian(name, lambda inertia: {"l_d": f})
+    return LieGNI(name=name, traits=_traits(order, f"{_PAPER}; l_d = {discrete_lagrangian.name}"),
+                  discrete_lagrangian=discrete_lagrangian)
+
+
+def _traits(order, source, extra=()):
+    return Traits(
+        order=order, symmetric=True, implicit=True,
+        preserves=("node constraint A(R_k) ω_k = 0 (averaged momentum)", "R_k ∈ SO(3) to round-off",
+                   "energy ½|μ⁻_k|² for a bi-invariant metric, any left-invariant l_d, any D (Thm 1)")
+        + tuple(extra),
+        node_velocity="𝕀⁻¹μ̃_k, μ̃_k = ½(μ⁺_k + μ⁻_k) = P̂*μ⁺_k (the averaged body momentum)",
+        source=source, family="lie-gni")
+
+
+METHODS = (
+    LieGNI(name="lie-gni-mv",
+           traits=_traits(2, f"{_PAPER}; Moser–Veselov l_d", extra=(
+               "energy ½|μ⁻_k|²_{𝕀⁻¹} for any inertia and any D (MV l_d; spec §3, beyond the paper)",)),
+           description="Reflection GNI on SO(3) with the Moser–Veselov discrete Lagrangian.",
+           discrete_lagrangian=moser_veselov),
+    LieGNI(name="lie-gni-cayley",
+           traits=_traits(2, f"{_PAPER}; l_d = (1/2h) cay⁻¹(W)ᵀ𝕀 cay⁻¹(W)"),
+           description="Reflection GNI on SO(3) with the Cayley discrete Lagrangian (energy exact only "
+                       "for a bi-invariant metric).",
+           discrete_lagrangian=cayley_lagrangian),
+)
