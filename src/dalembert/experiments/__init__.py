@@ -4,3 +4,4 @@ from . import ferraro2015  # noqa: F401  (registers its experiments)
 from . import jimenez_scheurle  # noqa: F401,E402  (Suslov problem, Jiménez–Scheurle 2015)
 
 __all__ = ["Check", "Experiment", "ExperimentResult", "available", "experiment", "get", "run"]
+from . import ferraro2008  # noqa: F401,E402  (momentum and energy preserving GNI, Ferraro et al. 2008)

@@ -1,0 +1,426 @@
+"""Experiments of Ferraro, Iglesias-Ponte, Martín de Diego, "Momentum and energy preserving
+integrators for nonholonomic dynamics", Nonlinearity 21 (2008) — spec ``gni-2008-momentum-energy.md``.
+
+* ``ferraro2008-particle-energy``: Example 1 / Figure 2, the energy ½|Δq_k/h|² of the GNI (the
+  paper's "ours") is constant, that of DLA is not (T6, T7; setups A and B of the spec, §4).
+* ``ferraro2008-particle-order``: Example 1, both methods of order 2 against the exact solution
+  (T9; the spec's error numbers as anchors).
+* ``ferraro2008-sleigh-fig5``: Example 3 / Figure 5, the error in R³ of the GNI, DLA-midpoint and
+  DLA-left ("bad" discrete constraint) against the exact solution over the first 100 steps from
+  the paper's printed (q0, q1) and the heart-shaped loop (T14–T17).
+* ``ferraro2008-sleigh-instability``: the long run of Example 3: the GNI's parasitic period-2 mode
+  grows at ≈ m a v_∞/(I + ma²) per step and the monitor (:mod:`dalembert.monitors`) fires; DLA
+  stays accurate (spec §7.1, T26).
+* ``ferraro2008-lie-energy``: Theorem 1 on SO(3) (bi-invariant metric, non-invariant D, two
+  left-invariant l_d; T18), §4.4 with right-invariant D (T19), Moser–Veselov for any inertia (T24,
+  beyond the paper) and the negative controls (mismatched J_d, Cayley l_d with 𝕀 ≠ c·Id; T23).
+
+The examples have V = 0 and L_d homogeneous quadratic in Δq/h, so the iterates depend only on
+(q0, q1) (spec §4): Example 3 is run in step units (h = 1).
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .. import models
+from ..convergence import fitted_order
+from ..methods import discrete_lagrangians as dls
+from ..methods import get as get_method
+from ..methods.gni import GNIState
+from ..methods.lie_gni import LieGNI, cayley_lagrangian, moser_veselov, moser_veselov_with, _traits
+from ..models.chaplygin_sleigh import ferraro2008_example3
+from ..models.particle import exact_solution as particle_exact
+from ..monitors import detect_parasitic_mode
+from ..plots import plt, _save
+from .base import Check, check_above, check_below, check_range, experiment
+
+PAPER = "Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) 1911–1928"
+GNI = "gni-midpoint"  # the paper's scheme with the midpoint L_d (for V = 0, constant metric: nh-rattle's)
+
+
+# ---------------------------------------------------------------------------------------------
+# two-node runs (the paper starts from (q0, q1))
+# ---------------------------------------------------------------------------------------------
+_RUNNERS: dict = {}
+
+
+def run_from_two_nodes(system, method, q0, q1, h, n_steps):
+    """Iterate a two-step scheme (GNI or DLA, midpoint-type L_d) from the nodes (q0, q1).
+
+    Parameters
+    ----------
+    system : NonholonomicSystem;  method : registered name or Method with a ``discrete_lagrangian``.
+    q0, q1 : (n,) the first two nodes;  h : step size;  n_steps : number of steps (≥ 1).
+
+    Returns
+    -------
+    q : (n_steps + 1, n) the nodes q_0 … q_{n_steps};  converged : bool (all Newton solves).
+    """
+    meth = get_method(method)
+    key = (id(system), meth.name, float(h), int(n_steps))
+    if key not in _RUNNERS:
+        q0j = jnp.asarray(q0, jnp.float64)
+        scheme = meth.build(system, q0j)
+        L_d, _ = dls.resolve(meth.discrete_lagrangian, system)
+        D2 = jax.grad(L_d, argnums=1)
+
+        @jax.jit
+        def go(a, b):
+            st = GNIState(b, D2(a, b, h), jnp.zeros_like(b))
+
+            def body(s, _):
+                s2, info = scheme.step(s, h)
+                return s2, (s2.q, info.converged)
+            _, (qs, ok) = lax.scan(body, st, None, length=n_steps - 1)
+            return qs, jnp.all(ok)
+        _RUNNERS[key] = (system, go)
+    qs, ok = _RUNNERS[key][1](jnp.asarray(q0, jnp.float64), jnp.asarray(q1, jnp.float64))
+    return np.vstack([np.asarray(q0, float)[None], np.asarray(q1, float)[None], np.asarray(qs)]), bool(ok)
+
+
+def post_momentum_energy(system, q, h, discrete_lagrangian=dls.midpoint):
+    """E_k = H(q_k, p⁻_{k,k+1}), p⁻ = −D1 L_d(q_k, q_{k+1}) (L_d = h·L scaling), shape (N,)."""
+    L_d, _ = dls.resolve(discrete_lagrangian, system)
+    D1 = jax.grad(L_d, argnums=0)
+    f = jax.jit(jax.vmap(lambda a, b: system.hamiltonian(a, -D1(a, b, h))))
+    return np.asarray(f(jnp.asarray(q[:-1]), jnp.asarray(q[1:])))
+
+
+# ---------------------------------------------------------------------------------------------
+# Example 1: the nonholonomic particle
+# ---------------------------------------------------------------------------------------------
+SETUPS = {"A": (np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 0.0]), 0.1, 100.0, 6.24e-4),
+          "B": (np.array([0.0, -5.0, 0.0]), np.array([1.0, 1.0, -5.0]), 0.1, 10.0, 1.62e-2)}
+
+
+def _particle_run(method, q0, v0, h, n):
+    mdl = models.get("nonholonomic-particle")
+    q1 = particle_exact(np.array([0.0, h]), q0, v0)[0][1]
+    return run_from_two_nodes(mdl.system, method, q0, q1, h, n)
+
+
+@experiment("ferraro2008-particle-energy", "Nonholonomic particle: energy of the GNI vs DLA (Figure 2)",
+            PAPER, "E_k = ½|Δq_k/h|² (= H(q_k, p⁻_k)) of the reflection GNI is constant (Thm 1, target T6); "
+            "DLA's is not (T7). Setups A and B of the spec (Figure 2's data are not in the paper), "
+            "q1 from the exact solution.")
+def particle_energy(quick, out):
+    checks, data = [], {}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, (name, (q0, v0, h, T, dla_range)) in zip(axes, SETUPS.items()):
+        n = int(round(T / h))
+        mdl = models.get("nonholonomic-particle")
+        res = {}
+        for meth in (GNI, "dla-midpoint"):
+            q, ok = _particle_run(meth, q0, v0, h, n)
+            E = post_momentum_energy(mdl.system, q, h)
+            res[meth] = E
+            ax.plot(h * np.arange(E.size), E, label=meth, lw=1)
+        rg = np.ptp(res[GNI]) / res[GNI][0]
+        rd = np.ptp(res["dla-midpoint"])
+        checks.append(check_below(f"setup {name}: GNI energy relative range over {n} steps", rg, 1e-11, "T6 (Thm 1)"))
+        checks.append(check_above(f"setup {name}: DLA energy range (not conserved)", rd, 1e-5, "T7"))
+        checks.append(check_range(f"setup {name}: DLA energy range vs the spec's {dla_range:.3g}", rd,
+                                  0.9 * dla_range, 1.1 * dla_range, "T7 [D]", fmt="{:.3e}"))
+        data[name] = {"gni_E0": float(res[GNI][0]), "gni_rel_range": float(rg), "dla_range": float(rd)}
+        ax.set_title(f"setup {name}: q0 = {q0.tolist()}, v0 = {v0.tolist()}, h = {h}", fontsize=8)
+        ax.set_xlabel("t")
+        ax.set_ylabel("½|Δq_k/h|²")
+        ax.legend(fontsize=8)
+    return checks, [_save(fig, out / "particle_energy.png")], data, (
+        "The energy of DLA is evaluated with the same formula (ambiguity A9).")
+
+
+@experiment("ferraro2008-particle-order", "Nonholonomic particle: order 2 of the GNI and DLA", PAPER,
+            "Setup A, T = 5, q1 exact, error at T against the exact solution (T9); the spec's numbers "
+            "(GNI 1.796e-3, DLA 4.139e-3 at h = 0.1) as anchors.")
+def particle_order(quick, out):
+    q0, v0 = SETUPS["A"][0], SETUPS["A"][1]
+    T = 5.0
+    hs = np.array([0.1 / 2 ** j for j in range(4 if quick else 5)])
+    spec = {GNI: [1.796e-3, 4.489e-4, 1.122e-4, 2.805e-5, 7.013e-6],
+            "dla-midpoint": [4.139e-3, 1.037e-3, 2.594e-4, 6.485e-5, 1.621e-5]}
+    checks, data = [], {}
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for meth in (GNI, "dla-midpoint"):
+        errs = []
+        for h in hs:
+            n = int(round(T / h))
+            q, _ = _particle_run(meth, q0, v0, h, n)
+            qT = particle_exact(np.array([0.0, T]), q0, v0)[0][1]
+            errs.append(float(np.linalg.norm(q[-1] - qT)))
+        errs = np.array(errs)
+        p = fitted_order(hs, errs)
+        checks.append(check_range(f"{meth}: fitted order", p, 1.95, 2.05, "T9"))
+        checks.append(check_range(f"{meth}: error at h = 0.1 vs the spec's {spec[meth][0]:.4g}", errs[0],
+                                  0.98 * spec[meth][0], 1.02 * spec[meth][0], "T9 [D]", fmt="{:.4e}"))
+        data[meth] = {"h": hs.tolist(), "errors": errs.tolist(), "order": p}
+        ax.loglog(hs, errs, "o-", label=f"{meth} ({p:.3f})")
+        ax.loglog(hs, spec[meth][:len(hs)], "k+", ms=9)
+    ax.set_xlabel("h")
+    ax.set_ylabel("|q_N − q(T)|, T = 5")
+    ax.set_title("Example 1, setup A (+: the spec's numbers)", fontsize=9)
+    ax.legend(fontsize=8)
+    return checks, [_save(fig, out / "particle_order.png")], data, ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Example 3: the Chaplygin sleigh
+# ---------------------------------------------------------------------------------------------
+SLEIGH_METHODS = (GNI, "dla-midpoint", "dla-left")
+SPEC_ERRORS = {GNI: {10: 1.38e-3, 50: 4.93e-3, 100: 5.10e-2, 200: 3.42e-1, 400: 64.9},
+               "dla-midpoint": {10: 1.07e-3, 50: 1.13e-2, 100: 1.32e-2, 200: 2.21e-2, 400: 7.40e-2},
+               "dla-left": {10: 9.57e-2, 50: 8.04e-1, 100: 3.40, 200: 9.87, 400: 26.1}}
+
+
+def sleigh_errors(n_steps, h=1.0, q1="exact"):
+    """Errors e_k = |q_k − q(t_k)| (k = 0 … n_steps) of the three methods on Example 3, from the
+    paper's q0 and q1 (``"exact"``: the fitted solution at t = h; ``"printed"``: the rounded data).
+
+    Returns (errors {method: (n+1,)}, nodes {method: (n+1, 3)}, exact q (n+1, 3), setting dict).
+    """
+    d = ferraro2008_example3(1.0)
+    mdl = models.get("chaplygin-sleigh", **d["params"])
+    t = np.arange(n_steps + 1) * 1.0
+    qex, _ = d["exact_solution"](t, d["q0"], d["v0"])
+    start = d["q1_exact"] if q1 == "exact" else d["q1"]
+    errs, nodes = {}, {}
+    for meth in SLEIGH_METHODS:
+        q, _ = run_from_two_nodes(mdl.system, meth, d["q0"], start, h, n_steps)
+        nodes[meth] = q
+        errs[meth] = np.linalg.norm(q - qex, axis=1)
+    return errs, nodes, qex, d
+
+
+@experiment("ferraro2008-sleigh-fig5", "Chaplygin sleigh: error of the GNI and DLA (Figure 5)", PAPER,
+            "Example 3 from the paper's q0, q1 (m = J = 1, a = 0.2): the fitted continuous initial "
+            "velocity (T14), the errors over the first 100 steps (T15, T16), h-independence of the "
+            "iterates (T17), the heart-shaped loop.")
+def sleigh_fig5(quick, out):
+    n = 100
+    errs, nodes, qex, d = sleigh_errors(n)
+    checks = [
+        check_range("fitted V = v0·h", d["V"], -0.2399790, -0.2399780, "T14", fmt="{:.7f}"),
+        check_range("fitted W = ω0·h", d["W"], 0.0575521, 0.0575531, "T14", fmt="{:.7f}"),
+        Check("y(h) of the fitted solution rounds to the printed −0.0070", "−0.0070",
+              f"{d['q1_exact'][1]:.7f}", bool(round(d["q1_exact"][1], 4) == -0.0070), "T14"),
+    ]
+    k = np.arange(10, n + 1)
+    ratio_bad = errs["dla-left"][k] / errs["dla-midpoint"][k]
+    ratio_gni = errs[GNI][5:n + 1] / errs["dla-midpoint"][5:n + 1]
+    checks.append(check_range("DLA-left / DLA-mid error ratio, min over k ∈ [10, 100]", float(ratio_bad.min()),
+                              10, 1000, "T15 (claim: 1–2 orders)", fmt="{:.1f}"))
+    checks.append(check_range("DLA-left / DLA-mid error ratio, max over k ∈ [10, 100]", float(ratio_bad.max()),
+                              10, 1000, "T15", fmt="{:.1f}"))
+    checks.append(check_range("GNI / DLA-mid error ratio, median over k ∈ [5, 100]", float(np.median(ratio_gni)),
+                              0.2, 5, "T16 (claim: similar)", fmt="{:.2f}"))
+    for meth, lo, hi in ((GNI, 0.04, 0.065), ("dla-midpoint", 0.012, 0.022)):
+        checks.append(check_range(f"max error of {meth} over k ≤ 100", float(errs[meth].max()), lo, hi,
+                                  "T16 (≈ 5.1e-2, 1.7e-2)", fmt="{:.3e}"))
+    for meth in SLEIGH_METHODS:
+        for kk in (10, 50, 100):
+            ref = SPEC_ERRORS[meth][kk]
+            checks.append(check_range(f"{meth}: e_{kk} vs the spec's {ref:.3g}", float(errs[meth][kk]),
+                                      0.95 * ref, 1.05 * ref, "§4 error table [D]", fmt="{:.3e}"))
+    # T17: the iterates do not depend on h
+    mdl = models.get("chaplygin-sleigh", **d["params"])
+    worst = 0.0
+    for meth in SLEIGH_METHODS:
+        a, _ = run_from_two_nodes(mdl.system, meth, d["q0"], d["q1"], 1.0, 50)
+        b, _ = run_from_two_nodes(mdl.system, meth, d["q0"], d["q1"], 0.01, 50)
+        worst = max(worst, float(np.max(np.abs(a - b))))
+    checks.append(check_below("iterates from the printed (q0, q1) with h = 1 and h = 0.01, 50 steps: max difference",
+                              worst, 1e-12, "T17"))
+    # energy H(q_k, p⁻_k) relative to the continuous value
+    E_c = 0.5 * (d["params"]["m"] * d["V"] ** 2 + (d["params"]["J"] + d["params"]["m"] * d["params"]["a"] ** 2) * d["W"] ** 2)
+    erel = {m: float(np.max(np.abs(post_momentum_energy(mdl.system, nodes[m], 1.0) / E_c - 1))) for m in SLEIGH_METHODS}
+    checks.append(check_below("GNI energy H(q_k, p⁻_k): max relative deviation, k ≤ 100", erel[GNI], 2e-3,
+                              "§4 (≤ 9.6e-4 over 400 steps)"))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for meth, ls in zip(SLEIGH_METHODS, ("--", "-", ":")):
+        ax1.semilogy(np.arange(n + 1)[1:], errs[meth][1:], ls, label=meth)
+    ax1.set_xlabel("k (step)")
+    ax1.set_ylabel("|q_k − q(t_k)| in R³")
+    ax1.set_title("Figure 5: error against the exact solution", fontsize=9)
+    ax1.legend(fontsize=8)
+    ax2.plot(qex[:, 0], qex[:, 1], "k-", lw=2.5, alpha=0.3, label="exact")
+    for meth, ls in zip(SLEIGH_METHODS, ("--", "-", ":")):
+        ax2.plot(nodes[meth][:, 0], nodes[meth][:, 1], ls, lw=1, label=meth)
+    ax2.set_aspect("equal", adjustable="datalim")
+    ax2.set_xlabel("x")
+    ax2.set_ylabel("y")
+    ax2.set_title("contact-point path, k ≤ 100 (the heart-shaped loop)", fontsize=9)
+    ax2.legend(fontsize=8)
+    data = {"V": d["V"], "W": d["W"], "q1_exact": d["q1_exact"].tolist(),
+            "errors": {m: errs[m][[10, 20, 30, 40, 50, 60, 70, 80, 90, 100]].tolist() for m in SLEIGH_METHODS},
+            "ratio_dla_left_over_mid": [float(ratio_bad.min()), float(np.median(ratio_bad)), float(ratio_bad.max())],
+            "ratio_gni_over_mid": [float(ratio_gni.min()), float(np.median(ratio_gni)), float(ratio_gni.max())],
+            "energy_max_rel_dev": erel, "h_independence": worst}
+    return checks, [_save(fig, out / "sleigh_fig5.png")], data, (
+        "h = 1 (step units): the paper's h is not given and the iterates do not depend on it (T17). "
+        "q1 is the fitted exact solution at t = h (it rounds to the printed q1).")
+
+
+@experiment("ferraro2008-sleigh-instability", "Chaplygin sleigh: the GNI's parasitic period-2 mode",
+            PAPER, "Long run of Example 3: once the sleigh moves forward the GNI's sawtooth component grows "
+            "at ≈ m a v_∞/(I + ma²) = 0.0475 per step (T26, spec §7.1); the monitor detects it; the energy "
+            "does not show it; DLA-midpoint stays accurate.")
+def sleigh_instability(quick, out):
+    n = 260 if quick else 400
+    errs, nodes, qex, d = sleigh_errors(n)
+    p = d["params"]
+    mdl = models.get("chaplygin-sleigh", **p)
+    K = p["J"] + p["m"] * p["a"] ** 2
+    # v_∞ = √(V² + K W²/m) (the exact solution's limit)
+    v_inf = np.sqrt(d["V"] ** 2 + K * d["W"] ** 2 / p["m"])
+    rate_pred = p["m"] * p["a"] * v_inf / K
+    rep = {}
+    for meth in (GNI, "dla-midpoint"):
+        q = nodes[meth]
+        v = np.gradient(qex, axis=0)  # the node speed scale (exact solution)
+        rep[meth] = detect_parasitic_mode(q=q, speed=v, h=1.0)
+    gq = nodes[GNI]
+    u = np.diff(gq, axis=0)
+    lat = -np.sin(gq[:-1, 2]) * u[:, 0] + np.cos(gq[:-1, 2]) * u[:, 1]     # lateral step velocity
+    alt = np.abs(lat[:-2] - 2 * lat[1:-1] + lat[2:]) / 4.0                  # its alternating part at k = 1..
+    kk = np.arange(140, 211)
+    rate = float(np.polyfit(kk, np.log(alt[kk - 1]), 1)[0])
+    r = rep[GNI]
+    checks = [
+        check_range("predicted growth rate m a v_∞/(I + ma²)", rate_pred, 0.0470, 0.0480, "T26", fmt="{:.4f}"),
+        check_range("growth rate per step of the alternating lateral velocity, k ∈ [140, 210]", rate, 0.045, 0.050,
+                    "T26", fmt="{:.4f}"),
+        Check("the monitor detects the sawtooth in the GNI run", "detected", r.message(1.0) if r.detected else "not detected",
+              r.detected, "§7.1"),
+        check_range("monitor: growth rate fitted on [onset, detection]", r.growth_rate or 0.0, 0.040, 0.055, "T26",
+                    fmt="{:.4f}"),
+        Check("the monitor stays silent on DLA-midpoint", "not detected",
+              f"max relative amplitude {rep['dla-midpoint'].max_relative_amplitude:.2e}",
+              not rep["dla-midpoint"].detected, "§7.1"),
+        check_below(f"DLA-midpoint max error over {n} steps", float(errs["dla-midpoint"].max()), 0.08, "§7.1"),
+    ]
+    if not quick:
+        checks.append(check_above("GNI error at k = 400 (the discrete sleigh runs backwards)", float(errs[GNI][400]),
+                                  10.0, "§4 error table (64.9)"))
+    E_c = 0.5 * (p["m"] * d["V"] ** 2 + K * d["W"] ** 2)
+    erel = float(np.max(np.abs(post_momentum_energy(mdl.system, gq, 1.0) / E_c - 1)))
+    checks.append(check_below("GNI energy relative deviation over the whole run (blind to the mode)", erel, 2e-3,
+                              "§7.1 (≤ 9.6e-4)"))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for meth, ls in zip(SLEIGH_METHODS, ("--", "-", ":")):
+        ax1.semilogy(np.arange(n + 1)[1:], errs[meth][1:], ls, label=meth)
+    ax1.set_xlabel("k")
+    ax1.set_ylabel("|q_k − q(t_k)|")
+    ax1.legend(fontsize=8)
+    ax1.set_title("long run: error", fontsize=9)
+    ax2.semilogy(np.arange(1, alt.size + 1), alt, lw=1, label="alternating lateral velocity (GNI)")
+    ax2.semilogy(kk, np.exp(np.polyval(np.polyfit(kk, np.log(alt[kk - 1]), 1), kk)), "r--",
+                 label=f"fit: rate {rate:.4f}/step (predicted {rate_pred:.4f})")
+    if r.detected:
+        ax2.axvline(r.step, color="k", ls=":", lw=1, label=f"monitor fires (step {r.step})")
+        ax2.axvline(r.onset, color="gray", ls=":", lw=1, label=f"onset (step {r.onset})")
+    ax2.set_xlabel("k")
+    ax2.legend(fontsize=7)
+    ax2.set_title("the parasitic period-2 mode", fontsize=9)
+    data = {"rate_predicted": rate_pred, "rate_measured_140_210": rate,
+            "monitor": {"step": r.step, "onset": r.onset, "growth_rate": r.growth_rate},
+            "gni_errors": {int(k_): float(errs[GNI][k_]) for k_ in (100, 150, 200, 250) if k_ <= n},
+            "dla_mid_max_error": float(errs["dla-midpoint"].max())}
+    return checks, [_save(fig, out / "sleigh_instability.png")], data, (
+        "Refining h only delays the blow-up (spec §7.1). The monitor is dalembert.monitors.detect_parasitic_mode; "
+        "dl.integrate runs it after GNI runs and warns with ParasiticModeWarning.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 1 on SO(3)
+# ---------------------------------------------------------------------------------------------
+_B = np.array([1.0, 0.5, -0.3])
+_C = np.array([0.2, -0.4, 1.0])
+
+
+def lie_systems():
+    """The SO(3) test systems: {name: LieNonholonomicSystem} with a non-invariant D
+    (A(R) = c + R b) for 𝕀 = Id and 𝕀 = diag(1, 2, 3), and the right-invariant D A(R) = Rᵀb."""
+    from ..systems.lie_nonholonomic import LieNonholonomicSystem
+    b, c = jnp.asarray(_B), jnp.asarray(_C)
+    return {
+        "bi-invariant, non-invariant D": LieNonholonomicSystem(np.eye(3), lambda R: (c + R @ b)[None, :],
+                                                               "so3-id-noninvariant"),
+        "diag(1,2,3), non-invariant D": LieNonholonomicSystem(np.diag([1.0, 2.0, 3.0]),
+                                                              lambda R: (c + R @ b)[None, :], "so3-123-noninvariant"),
+        "bi-invariant, right-invariant D": LieNonholonomicSystem(np.eye(3), lambda R: (R.T @ b)[None, :],
+                                                                 "so3-id-rightinvariant"),
+    }
+
+
+MV_MISMATCHED = LieGNI(name="lie-gni-mv-mismatched", traits=_traits(1, "T23 negative control"),
+                       discrete_lagrangian=moser_veselov_with(np.diag([0.3, 0.7, 1.1])))
+MV = LieGNI(name="lie-gni-mv*", traits=_traits(2, "MV"), discrete_lagrangian=moser_veselov)
+CAY = LieGNI(name="lie-gni-cayley*", traits=_traits(2, "Cayley"), discrete_lagrangian=cayley_lagrangian)
+
+
+def lie_run(system, method, n_steps, h=0.05, omega=(0.3, 1.0, -0.5)):
+    """dl.integrate of a Lie GNI from R0 = I and the projection of ``omega`` onto D."""
+    from ..engine import integrate
+    import warnings
+    w0 = np.asarray(system.project(jnp.eye(3), jnp.asarray(omega, jnp.float64)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return integrate(system, method, R0=np.eye(3), omega0=w0, h=h, t_final=n_steps * h)
+
+
+@experiment("ferraro2008-lie-energy", "Theorem 1 on SO(3): exact energy of the Lie-group GNI", PAPER,
+            "½|μ⁻_k|² of the reflection GNI on SO(3): constant for a bi-invariant metric with any left-invariant "
+            "l_d and a non-invariant D (T18); with right-invariant D the average momentum has constant norm and "
+            "spatial form (T19); the Moser–Veselov l_d keeps the energy for any inertia (T24); a mismatched J_d "
+            "or the Cayley l_d with 𝕀 ≠ c·Id do not (T23).")
+def lie_energy(quick, out):
+    n = 500 if quick else 2000
+    S = lie_systems()
+    checks, data, curves = [], {}, {}
+
+    def rel_range(e):
+        return float(np.ptp(e) / abs(e[0]))
+
+    for sname, meth, lbl, target, expect_exact in (
+            ("bi-invariant, non-invariant D", MV, "MV", "T18", True),
+            ("bi-invariant, non-invariant D", CAY, "Cayley", "T18", True),
+            ("diag(1,2,3), non-invariant D", MV, "MV", "T24", True),
+            ("diag(1,2,3), non-invariant D", MV_MISMATCHED, "MV, mismatched J_d", "T23", False),
+            ("diag(1,2,3), non-invariant D", CAY, "Cayley", "T23", False)):
+        tr = lie_run(S[sname], meth, n)
+        e = tr.energy_post
+        rr = rel_range(e)
+        curves[f"{sname}: {lbl}"] = e / e[0] - 1
+        data[f"{sname}: {lbl}"] = {"energy_rel_range": rr, "steps": len(e) - 1,
+                                   "max_orthogonality_defect": float(np.max(tr.orthogonality_defect)),
+                                   "max_constraint_residual": float(np.max(np.abs(tr.constraint_residual)))}
+        if expect_exact:
+            checks.append(check_below(f"{sname}, l_d {lbl}: ½|μ⁻_k|² relative range over {n} steps", rr, 1e-12, target))
+        else:
+            checks.append(check_above(f"{sname}, l_d {lbl}: ½|μ⁻_k|² relative range (not conserved)", rr, 1e-4, target))
+        checks.append(check_below(f"{sname}, l_d {lbl}: max |I − RᵀR|_F", float(np.max(tr.orthogonality_defect)),
+                                  1e-12, "R_k ∈ SO(3)"))
+    # T19: right-invariant D, bi-invariant metric
+    tr = lie_run(S["bi-invariant, right-invariant D"], MV, n)
+    e = tr.energy
+    sig = tr.spatial_momentum
+    checks.append(check_below("right-invariant D: ½|μ̃_k|² relative range", rel_range(e), 1e-12, "T19 (§4.4)"))
+    checks.append(check_below("right-invariant D: max |R_k μ̃_k − R_0 μ̃_0|", float(np.max(np.abs(sig - sig[0]))),
+                              1e-12, "T19 [derived]"))
+    checks.append(check_below("right-invariant D: max |a(R_k)·μ̃_k|", float(np.max(np.abs(tr.constraint_residual))),
+                              1e-12, "T19"))
+    curves["right-invariant D: ½|μ̃|² (MV)"] = e / e[0] - 1
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for lbl, c in curves.items():
+        ax.plot(np.abs(c) + 1e-17, lw=1, label=lbl)
+    ax.set_yscale("log")
+    ax.set_xlabel("k")
+    ax.set_ylabel("|E_k/E_0 − 1|")
+    ax.set_title(f"SO(3), h = 0.05: energy of the Lie-group GNI ({n} steps)", fontsize=9)
+    ax.legend(fontsize=7)
+    return checks, [_save(fig, out / "lie_energy.png")], data, (
+        "Non-invariant D: A(R) = c + R b with b = (1, 0.5, −0.3), c = (0.2, −0.4, 1) (body covector); "
+        "right-invariant D: A(R) = Rᵀb. R0 = I, ω0 = projection of (0.3, 1, −0.5).")
