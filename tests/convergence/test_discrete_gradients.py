@@ -258,3 +258,5 @@ def test_integrate_stops_where_the_reduced_basis_degenerates():
         dl.integrate(model.system, "dg-gonzalez", q0=model.q0, v0=model.v0, h=0.5, t_final=200.0)
     traj = e.value.trajectory
     assert traj is not None and abs(traj.q[-1, 2] - 1.5 * np.pi) < 0.5
+    cond = traj.extra["basis_conditioning"]
+    assert cond[0] >= 1.0 and cond[-1] < 0.5        # the record shows the chart running out

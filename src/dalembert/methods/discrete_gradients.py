@@ -20,7 +20,9 @@ Registered methods: ``dg-avf``, ``dg-gonzalez``, ``dg-itoh-abe``, ``dg-itoh-abe-
 (initial state ``x0``) or a :class:`~dalembert.NonholonomicSystem` (initial state ``q0, v0``),
 which is reduced on the fly with :func:`~dalembert.systems.almost_poisson.almost_poisson`
 (basis anchored at q0). Reported at the nodes: ``x`` (the almost-Poisson state) and, for a
-reduced system, ``q`` and ``v = X g_D⁻¹ ρ`` (16a) (plus ``p = G v`` for a NonholonomicSystem).
+reduced system, ``q`` and ``v = X g_D⁻¹ ρ`` (16a) (plus ``p = G v`` for a NonholonomicSystem, and
+``basis_conditioning``, the Householder conditioning of the automatic basis, which ends the chart
+below :data:`~dalembert.systems.almost_poisson.DEGENERACY_TOL`).
 """
 from __future__ import annotations
 
@@ -249,6 +251,10 @@ class DiscreteGradientMethod(Method):
                 out["q"], out["v"] = q, v
                 if reduced:
                     out["p"] = system.momentum(q, v)
+            if ap._degeneracy is not None:
+                # conditioning of the reduced basis (≥ 1 at the anchor; steps fail below
+                # DEGENERACY_TOL): kept in Trajectory.extra to show where a chart ends
+                out["basis_conditioning"] = ap.degeneracy(x)
             return out
 
         return Scheme(init, step, observe)
