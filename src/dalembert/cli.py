@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import click
+import numpy as np
 
 EXIT_USAGE = 2
 EXIT_ERROR = 1
@@ -37,22 +38,26 @@ def _parse_params(items) -> dict:
 
 
 def _parse_inits(items, model) -> dict:
+    """``--init NAME=V1,V2,...`` for the model's initial-state names (q0, v0; R0, omega0; ...),
+    each reshaped to the shape of the model's default."""
     out = {}
-    n = model.q0.size
+    names = list(model.initial_state)
     for it in items:
         if "=" not in it:
-            raise click.UsageError(f"--init expects NAME=V1,V2,...; got {it!r} (names: q0, v0)")
+            raise click.UsageError(f"--init expects NAME=V1,V2,...; got {it!r} (names: {', '.join(names)})")
         k, v = (s.strip() for s in it.split("=", 1))
-        if k not in ("q0", "v0"):
-            raise click.UsageError(f"--init: unknown initial-state name {k!r}; valid: q0, v0")
+        if k not in names:
+            raise click.UsageError(f"--init: unknown initial-state name {k!r}; valid: {', '.join(names)}")
         try:
             vals = [float(x) for x in v.split(",") if x.strip() != ""]
         except ValueError:
             raise click.UsageError(f"--init {k}: {v!r} is not a comma-separated list of numbers") from None
-        if len(vals) != n:
-            raise click.UsageError(
-                f"--init {k}: {model.name} has {n} coordinates ({', '.join(model.coordinates)}); got {len(vals)} values")
-        out[k] = vals
+        default = np.asarray(model.initial_state[k], float)
+        if len(vals) != default.size:
+            what = (f"{model.name} has {default.size} coordinates ({', '.join(model.coordinates)})"
+                    if k in ("q0", "v0") else f"{k} of {model.name} has {default.size} entries (shape {default.shape})")
+            raise click.UsageError(f"--init {k}: {what}; got {len(vals)} values")
+        out[k] = np.asarray(vals).reshape(default.shape)
     return out
 
 
@@ -129,8 +134,6 @@ def list_cmd(as_json):
 @click.option("--no-plots", is_flag=True, help="Skip the PNG figures.")
 def run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots):
     """Integrate a built-in MODEL; write trajectory.npz, summary.json and PNG plots."""
-    import numpy as np
-
     import dalembert as dl
     from dalembert import plots
 
@@ -142,12 +145,11 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
         raise click.UsageError(f"--save-every must be ≥ 1; got {save_every}")
     h = mdl.default_h if h is None else h
     T = mdl.default_t_final if t_final is None else t_final
-    q0 = np.asarray(init.get("q0", mdl.q0), float)
-    v0 = np.asarray(init.get("v0", mdl.v0), float)
+    state = {k: np.asarray(init.get(k, x), float) for k, x in mdl.initial_state.items()}
     outdir = Path(out) if out else Path("runs") / f"{mdl.name}-{method.name}"
     t0 = time.perf_counter()
-    traj = dl.integrate(mdl.system, method, q0=q0, v0=v0, h=h, t_final=T, save_every=save_every,
-                        project=project, metadata={"model": mdl.name, "parameters": mdl.params})
+    traj = dl.integrate(mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
+                        metadata={"model": mdl.name, "parameters": mdl.params}, **state)
     files = [traj.save(outdir / "trajectory.npz")]
     if not no_plots:
         files += plots.run_figures(traj, mdl, outdir)
@@ -157,12 +159,12 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
 
 
 def _summary(traj, mdl, total_wall, files) -> dict:
-    import numpy as np
+    import jax
     md = traj.metadata
     inv = {}
+    args = [getattr(traj, a) for a in mdl.invariant_args]
     for name, f in mdl.invariants.items():
-        import jax
-        vals = np.asarray(jax.vmap(f)(traj.q, traj.v))
+        vals = np.asarray(jax.vmap(f)(*args))
         scale = max(abs(vals[0]), 1e-300)
         inv[name] = {"initial": float(vals[0]), "max_relative_deviation": float(np.max(np.abs(vals - vals[0])) / scale)}
     return {

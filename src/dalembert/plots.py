@@ -28,13 +28,15 @@ def run_figures(traj, model, out: Path) -> list[Path]:
     files = []
 
     i, j = model.path
+    x = getattr(traj, model.path_array)
     fig, ax = plt.subplots(figsize=(5.5, 5))
-    ax.plot(traj.q[::s, i], traj.q[::s, j], lw=0.8)
-    ax.plot(traj.q[0, i], traj.q[0, j], "o", color="tab:green", label="start")
-    ax.plot(traj.q[-1, i], traj.q[-1, j], "s", color="tab:red", label="end")
+    ax.plot(x[::s, i], x[::s, j], lw=0.8)
+    ax.plot(x[0, i], x[0, j], "o", color="tab:green", label="start")
+    ax.plot(x[-1, i], x[-1, j], "s", color="tab:red", label="end")
     ax.set_xlabel(model.coordinates[i])
     ax.set_ylabel(model.coordinates[j])
-    ax.set_title(f"{model.name}: configuration path ({label})", fontsize=9)
+    what = "configuration path" if model.path_array == "q" else f"path of {model.path_array}"
+    ax.set_title(f"{model.name}: {what} ({label})", fontsize=9)
     ax.legend(fontsize=8)
     ax.set_aspect("equal", adjustable="datalim")
     files.append(_save(fig, out / "path.png"))
@@ -44,7 +46,7 @@ def run_figures(traj, model, out: Path) -> list[Path]:
     ax.semilogy(t, np.maximum(err, 1e-17), lw=0.8)
     ax.set_xlabel("t")
     ax.set_ylabel("|E(t) − E(0)| / |E(0)|")
-    note = " (affine constraints: E is not an invariant)" if model.system.is_affine else ""
+    note = " (affine constraints: E is not an invariant)" if getattr(model.system, "is_affine", False) else ""
     ax.set_title(f"{model.name}: relative energy error{note}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     files.append(_save(fig, out / "energy.png"))

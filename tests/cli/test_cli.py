@@ -139,3 +139,21 @@ def test_persistent_compilation_cache_is_written_and_reused(tmp_path):
     subprocess.run(args, env=env, check=True, capture_output=True)
     # the second run compiled nothing new: the cache holds the same entries
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == entries
+
+
+def test_run_a_model_whose_state_is_not_q_v(tmp_path, capsys):
+    """The Suslov problem on SO(3): initial state (R0, omega0); trajectory.npz holds R and omega."""
+    out = tmp_path / "suslov"
+    code, _, err = run_cli(["run", "suslov", "--h", "0.01", "--t-final", "1", "--out", str(out),
+                            "--init", "R0=1,0,0,0,1,0,0,0,1"], capsys)
+    assert code == 0, err
+    traj = dl.load(out / "trajectory.npz")
+    assert traj.R.shape == (101, 3, 3) and traj.omega.shape == (101, 3)
+    # group membership and the constraint at round-off; eps-midpoint conserves the energy exactly
+    np.testing.assert_allclose(np.einsum("kij,kil->kjl", traj.R, traj.R), np.broadcast_to(np.eye(3), (101, 3, 3)),
+                               atol=1e-13)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["max_constraint_residual"] < 1e-13
+    assert summary["max_relative_energy_error"] < 1e-13
+    code, _, err = run_cli(["run", "suslov", "--init", "q0=1,2,3"], capsys)
+    assert code == 2 and "valid: R0, omega0" in err

@@ -44,7 +44,10 @@ class Model:
     coordinates : names of the n coordinates.
     path : indices of the two coordinates drawn as the configuration path.
     exact_solution : None or callable (t (N,), q0, v0) -> (q (N, n), v (N, n)) in closed form.
-    invariants : {name: f(q, v) -> scalar} of quantities conserved by the continuous flow.
+    invariants : {name: f(*node arrays named in ``invariant_args``) -> scalar} of quantities
+        conserved by the continuous flow (default arguments: q, v).
+    invariant_args : names of the Trajectory arrays the invariants take (default ("q", "v")).
+    path_array : the Trajectory array whose components ``path`` are drawn (default "q").
     source : where the model and its data come from.
     default_method, default_h, default_t_final : what ``dalembert run MODEL`` uses.
     almost_poisson : None or the hand-derived AlmostPoissonSystem in adapted coordinates
@@ -65,6 +68,9 @@ class Model:
     default_h: float = 0.01
     default_t_final: float = 10.0
     notes: str = ""
+    almost_poisson: object = None
+    invariant_args: tuple = ("q", "v")
+    path_array: str = "q"
     #: the default initial state as ``{state name: array}`` in the order of
     #: ``system.state_names`` (e.g. {"R0": ..., "omega0": ...}); defaults to {"q0": q0, "v0": v0}
     initial_state: dict | None = None
@@ -72,7 +78,6 @@ class Model:
     def __post_init__(self):
         if self.initial_state is None:
             self.initial_state = {"q0": self.q0, "v0": self.v0}
-    almost_poisson: object = None
 
     def solution(self, t, q0=None, v0=None):
         """(q, v) at times t (t[0] is the initial time, 0): the exact solution where there is

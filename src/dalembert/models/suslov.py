@@ -126,6 +126,7 @@ def _build(p):
 
     return Model("suslov", p, system, None, None, ("omega1", "omega2", "omega3"), SOURCE,
                  exact_solution=exact_solution, invariants={"energy": system.energy},
+                 invariant_args=("omega",), path_array="omega",
                  default_method="eps-midpoint", default_h=0.01, default_t_final=10.0,
                  notes="Reduced state ω with ω3 = 0; R(0) = I (not given in the paper). The "
                        "default inertia is the symmetric equivalent of the printed one (E2).",
