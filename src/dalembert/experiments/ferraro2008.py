@@ -338,7 +338,7 @@ def sleigh_instability(quick, out):
 # Theorem 1 on SO(3)
 # ---------------------------------------------------------------------------------------------
 _B = np.array([1.0, 0.5, -0.3])
-_C = np.array([0.2, -0.4, 1.0])
+_C = np.array([0.2, -0.4, 2.0])
 
 
 def lie_systems():
@@ -366,12 +366,19 @@ class _Nodes(dict):
     __getattr__ = dict.__getitem__
 
 
-def lie_scan(system, method, n_steps, h=0.05, omega=(0.3, 1.0, -0.5)):
+#: the initial attitude of the SO(3) experiments: R0 = exp(hat(0.4, −0.3, 0.8)) (with R0 = I the free
+#: rotation satisfies A(R) = c + R b for all t when 𝕀 = Id, and the constraint force would vanish)
+R0_LIE = np.asarray(jax.jit(lambda w: __import__("dalembert").lie.so3.exp(w))(jnp.array([0.4, -0.3, 0.8])))
+
+
+def lie_scan(system, method, n_steps, h=0.05, omega=(0.3, 1.0, -0.5), R0=None):
     """The node arrays (observation + system diagnostics, each (n_steps + 1, ...)) of a Lie GNI run
-    from R0 = I and the projection of ``omega`` onto D, as one jitted ``lax.scan`` (compiles about
-    3× faster than the engine's chunked loop; the engine path is what the tests exercise)."""
+    from R0 (default :data:`R0_LIE`) and the projection of ``omega`` onto D_R0, as one jitted
+    ``lax.scan`` (compiles about 3× faster than the engine's chunked loop; the engine path is what
+    the tests exercise)."""
     scheme = get_method(method).build(system)
-    w0 = system.project(jnp.eye(3), jnp.asarray(omega, jnp.float64))
+    R0 = jnp.asarray(R0_LIE if R0 is None else R0, jnp.float64)
+    w0 = system.project(R0, jnp.asarray(omega, jnp.float64))
 
     def outs(st):
         o = dict(scheme.observe(st, h))
@@ -380,7 +387,7 @@ def lie_scan(system, method, n_steps, h=0.05, omega=(0.3, 1.0, -0.5)):
 
     @jax.jit
     def go(w0):
-        st = scheme.init(jnp.eye(3), w0, h)
+        st = scheme.init(R0, w0, h)
 
         def body(s, _):
             s2, info = scheme.step(s, h)
@@ -445,5 +452,5 @@ def lie_energy(quick, out):
     ax.set_title(f"SO(3), h = 0.05: energy of the Lie-group GNI ({n} steps)", fontsize=9)
     ax.legend(fontsize=7)
     return checks, [_save(fig, out / "lie_energy.png")], data, (
-        "Non-invariant D: A(R) = c + R b with b = (1, 0.5, −0.3), c = (0.2, −0.4, 1) (body covector); "
-        "right-invariant D: A(R) = Rᵀb. R0 = I, ω0 = projection of (0.3, 1, −0.5).")
+        "Non-invariant D: A(R) = c + R b with b = (1, 0.5, −0.3), c = (0.2, −0.4, 2) (body covector); "
+        "right-invariant D: A(R) = Rᵀb. R0 = exp(hat(0.4, −0.3, 0.8)), ω0 = projection of (0.3, 1, −0.5).")
