@@ -181,6 +181,6 @@ def post_run_checks(traj, method) -> None:
                                                "max_relative_amplitude": rep.max_relative_amplitude}
             h = float(traj.metadata.get("h", traj.t[1] - traj.t[0]))
             warnings.warn(f"{traj.metadata.get('method', '')}: " + rep.message(h), ParasiticModeWarning,
-                          stacklevel=3)
+                          stacklevel=4)  # post_run_checks ← _integrate_compiled ← integrate ← caller
     except Exception:  # noqa: BLE001 - a monitor never fails a run
         return
