@@ -13,6 +13,7 @@ What it measures (see ``dalembert.bench`` and docs/benchmarks.md):
   (5·10⁵ steps) run twice in a fresh process each; the second run finds the compilation in the
   persistent cache (a private cache directory, so the first run really compiles), and its wall
   time is the one reported;
+* the methods without a NumPy loop (discrete gradients), on the gearbox, few steps;
 * the same table without XLA's small-loop kernels (``DALEMBERT_XLA_SMALL_LOOPS=0``, in a
   subprocess), to show what that setting is worth.
 
@@ -32,6 +33,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+#: Timed steps for the methods without a NumPy loop (some take minutes to compile and run
+#: at 10¹–10⁴ steps/s; see docs/benchmarks.md).
+OTHER_STEPS = 2_000
 CLI_ARGS = ["run", "gearbox", "--method", "nh-rattle", "--h", "0.1", "--t-final", "50000"]
 
 
@@ -116,7 +120,7 @@ def _compact_table(rows_on, rows_off) -> str:
              "speedup vs NumPy, default | speedup vs NumPy, without |", "|---|---|---|---|---|---|"]
     for r in rows_on:
         o = off.get((r["model"], r["method"]))
-        if o is None:
+        if o is None or r["steps_per_second"] is None or o["steps_per_second"] is None:
             continue
         lines.append(f"| {r['model']} | `{r['method']}` | {r['steps_per_second']:.3g} | "
                      f"{o['steps_per_second']:.3g} | {_ratio(r['speedup'])} | {_ratio(o['speedup'])} |")
@@ -130,6 +134,8 @@ def main(argv=None):
     ap.add_argument("--no-cli", action="store_true", help="skip the `dalembert run` timing")
     ap.add_argument("--no-compare", action="store_true",
                     help="skip the run without XLA small-loop kernels")
+    ap.add_argument("--no-others", action="store_true",
+                    help="skip the methods without a NumPy loop (discrete gradients, ...)")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"), help="results file (markdown)")
     ap.add_argument("--json", default=None, help="also write the raw results here")
     args = ap.parse_args(argv)
@@ -145,6 +151,16 @@ def main(argv=None):
     info["pinned_cpu"] = cpu
     info["small_loop_kernels"] = engine.SMALL_LOOP_KERNELS
     results = run_benchmarks(quick=args.quick, progress_callback=log)
+    others = []
+    if not args.no_others:
+        from dalembert import methods as _m
+        from dalembert.bench import numpy_loops
+        names = [m for m in _m.available() if _m.get(m).compiled and m not in numpy_loops.METHODS]
+        if names:
+            log("other methods (no NumPy loop), gearbox only: " + ", ".join(names))
+            rows = run_benchmarks(models=("gearbox",), methods=names, n_steps=OTHER_STEPS,
+                                  quick=args.quick, progress_callback=log)
+            others = [r for r in rows if not any(n.startswith("not applicable") for n in r["notes"])]
     cli = {"available": False, "reason": "skipped (--no-cli)"} if args.no_cli else time_cli_target(log)
     off = None if args.no_compare else _table_without_small_loops(args.quick, log)
     targets = check_targets(results, cli.get("warm_wall_s") if cli.get("available") else None)
@@ -161,6 +177,8 @@ def main(argv=None):
            f"- XLA small-loop kernels (`engine.request_small_loop_kernels`): "
            f"{'on' if info['small_loop_kernels'] else 'off'}; XLA_FLAGS = `{info['xla_flags']}`",
            f"- {info['platform']}",
+           f"- load average (1, 5, 15 min) at the start: {info['load_average']}, at the end: "
+           f"{machine_info()['load_average']} (other processes share this machine)",
            f"- date: {info['date']}", "", "## Table", "", format_table(results), "",
            "Columns: dalembert steps/s = `metadata['steps_per_second']` (run time after "
            "compilation, every node saved), best of 3 runs; NumPy steps/s = the same scheme as a "
@@ -178,6 +196,11 @@ def main(argv=None):
                f"{(r2.get('steps_per_second') or float('nan')):.3g} steps/s)", ""]
     else:
         md += [f"Not measured: {cli.get('reason')}.", ""]
+    if others:
+        md += ["## Other methods (no NumPy loop; gearbox only)", "",
+               f"The registered methods without a NumPy loop that integrate a "
+               f"`NonholonomicSystem`, timed on {OTHER_STEPS} steps (they are slow to compile and "
+               "to run; see docs/benchmarks.md):", "", format_table(others), ""]
     md += ["## Targets", "", "| target | measured | met |", "|---|---|---|"]
     md += [f"| {t['target']} | {t['measured']} | {'yes' if t['met'] else '**no**'} |" for t in targets]
     if off is not None:
@@ -188,7 +211,8 @@ def main(argv=None):
     Path(args.out).write_text("\n".join(md))
     log(f"wrote {args.out}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"machine": info, "results": results, "cli": cli,
+        Path(args.json).write_text(json.dumps({"machine": info, "results": results,
+                                               "other_methods": others, "cli": cli,
                                                "targets": targets, "without_small_loops": off},
                                               indent=2, default=str))
     print(format_table(results))

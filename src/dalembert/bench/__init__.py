@@ -13,6 +13,11 @@ For each (model, method):
   loosest rtol (= atol) on a half-decade grid whose final error in q is at most dalembert's; its
   wall time is compared with the wall time of the ``dl.integrate`` call over the same interval.
 
+Methods: by default the six GNI/DLA methods that have a NumPy loop (``nh-rattle``,
+``gni-euler-a``, ``gni-euler-b``, ``gni-euler-ab``, ``gni-midpoint``, ``dla-midpoint``);
+``methods="all"`` adds every other compiled method that integrates a ``NonholonomicSystem``
+(the discrete-gradient methods), without a NumPy column.
+
 Step sizes: gearbox h = 0.1 (the model's default, and the ``dalembert run`` target), chaotic quartic
 (n = 3) h = 0.01 (the first-order GNIs blow up within 10⁴ steps at larger h). Timed runs are
 10⁵ steps (2·10⁴ for the methods that solve a Newton system), short enough that every method stays
@@ -41,6 +46,8 @@ T_ACCURACY_QUICK = {"gearbox": 50.0, "chaotic-quartic": 10.0}
 #: Timed steps (dalembert, NumPy) for explicit and Newton-based steps: full and quick.
 STEPS = {"explicit": (100_000, 20_000), "newton": (20_000, 3_000)}
 STEPS_QUICK = {"explicit": (1_000, 300), "newton": (1_000, 100)}
+#: Longest timed run (s, estimated from the accuracy run): slow methods get fewer steps.
+MAX_RUN_SECONDS = 2.0
 #: rtol grid of the DOP853 tuning (rtol = atol), loosest first.
 RTOL_GRID = tuple(10.0 ** (-k / 2) for k in range(4, 27))
 RTOL_GRID_QUICK = tuple(10.0 ** (-k) for k in range(2, 13))
@@ -67,6 +74,13 @@ def _best(fn, repeats):
     return best, out
 
 
+def _loadavg():
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):  # pragma: no cover - not Unix
+        return None
+
+
 def machine_info() -> dict:
     """CPU model, core counts, versions and date, for the results file."""
     import jax
@@ -91,6 +105,7 @@ def machine_info() -> dict:
         "python": platform.python_version(), "platform": platform.platform(),
         "jax": jax.__version__, "numpy": np.__version__, "scipy": scipy.__version__,
         "dalembert": __version__, "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "load_average": _loadavg(),
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
     }
 
@@ -137,11 +152,14 @@ def run_benchmarks(models: Iterable[str] = ("gearbox", "chaotic-quartic"), metho
     ----------
     models : benchmark model names (``gearbox``, ``chaotic-quartic``; others run with their
         default h and without a NumPy loop).
-    methods : method names (default: every registered compiled method).
+    methods : method names; default: the GNI/DLA methods that have a NumPy loop
+        (:data:`numpy_loops.METHODS`); ``"all"``: every registered compiled method that
+        integrates the model's kind of system (the others are skipped). A method that fails
+        gives a row with the error in ``notes`` and None for the measurements.
     n_steps : steps of each timed dalembert run (default 10⁵ explicit / 2·10⁴ Newton; the NumPy
         loop runs at most this many).
-    quick : a smoke test (10³ steps, coarse DOP853 grid, one repetition): seconds, not a
-        measurement.
+    quick : a smoke test (10³ steps, coarse DOP853 grid, one repetition): well under a
+        minute with the default methods; not a measurement.
     progress_callback : called with a short message as the benchmark proceeds.
 
     Returns
@@ -156,7 +174,11 @@ def run_benchmarks(models: Iterable[str] = ("gearbox", "chaotic-quartic"), metho
     import dalembert as dl
 
     from .. import methods as _methods
+    explicit = methods is not None
     if methods is None:
+        methods = [m for m in numpy_loops.METHODS if m in _methods.available()]
+    elif methods == "all":
+        explicit = False
         methods = [m for m in _methods.available() if _methods.get(m).compiled]
     methods = [_methods.get(m).name for m in methods]
     repeats = 1 if quick else 3
@@ -175,10 +197,32 @@ def run_benchmarks(models: Iterable[str] = ("gearbox", "chaotic-quartic"), metho
         sweep = _dop853_sweep(model, T_acc, q_ref, grid, repeats, progress_callback)
         for method in methods:
             _log(progress_callback, f"{model_name} · {method}")
-            res = _bench_one(dl, model, np_model, method, h, T_acc, q_ref, sweep, n_steps, quick,
-                             repeats)
+            try:
+                res = _bench_one(dl, model, np_model, method, h, T_acc, q_ref, sweep, n_steps,
+                                 quick, repeats)
+            except dl.InputError as exc:
+                # a method for another kind of system (e.g. Euler–Poincaré–Suslov on SO(3))
+                _log(progress_callback, f"{model_name} · {method}: not applicable ({exc})")
+                if explicit:
+                    results.append(_failed_row(model, method, h, f"not applicable: {exc}"))
+                continue
+            except Exception as exc:  # noqa: BLE001 - one broken method must not stop the run
+                msg = f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+                _log(progress_callback, f"{model_name} · {method}: failed ({msg})")
+                results.append(_failed_row(model, method, h, f"failed: {msg}"))
+                continue
             results.append(res)
     return results
+
+
+def _failed_row(model, method, h, note):
+    return {"model": model.name, "method": method, "h": h, "newton": False, "steps": None,
+            "steps_per_second": None, "compile_time_s": None, "newton_iterations_per_step": None,
+            "numpy_steps": None, "numpy_steps_per_second": None, "speedup": None,
+            "t_accuracy": None, "accuracy_steps": None, "final_error_q": None,
+            "dalembert_wall_s": None, "solve_ivp_rtol": None, "solve_ivp_error_q": None,
+            "solve_ivp_wall_s": None, "solve_ivp_nfev": None, "wall_ratio": None,
+            "notes": [note]}
 
 
 def _bench_one(dl, model, np_model, method, h, T_acc, q_ref, sweep, n_steps, quick, repeats):
@@ -195,6 +239,11 @@ def _bench_one(dl, model, np_model, method, h, T_acc, q_ref, sweep, n_steps, qui
     dl_wall, acc = _best(lambda: dl.integrate(sysm, method, q0=q0, v0=v0, h=h, t_final=T_acc,
                                               progress=False), repeats)
     err = float(np.max(np.abs(acc.q[-1] - q_ref)))
+    estimate = acc.metadata.get("steps_per_second")
+    if n_steps is None and estimate and steps > MAX_RUN_SECONDS * estimate:
+        # a slow method: keep each timed run to a couple of seconds
+        steps = max(2_000, 1_000 * int(MAX_RUN_SECONDS * estimate / 1_000))
+        np_steps = min(np_steps, steps)
     # timing run: warm-up (compiles), then the best of `repeats`
     warm = dl.integrate(sysm, method, q0=q0, v0=v0, h=h, t_final=steps * h, progress=False)
     compile_s = warm.metadata["compile_time_s"]
@@ -246,6 +295,8 @@ def check_targets(results, cli_wall_s: float | None = None) -> list[dict]:
     """
     out = []
     for r in results:
+        if r["steps_per_second"] is None:
+            continue
         if r["model"] == "gearbox" and r["method"] == "nh-rattle":
             out.append({"target": "nh-rattle on gearbox ≥ 1e6 steps/s",
                         "measured": f"{r['steps_per_second']:.3g} steps/s",
@@ -283,14 +334,14 @@ def format_table(results) -> str:
     for r in results:
         lines.append("| " + " | ".join([
             r["model"], f"`{r['method']}`", f"{r['h']:g}",
-            f"{r['steps_per_second']:.3g}",
+            _fmt(r["steps_per_second"], ".3g"),
             _fmt(r["numpy_steps_per_second"], ".3g"),
             _ratio(r["speedup"]),
-            f"{r['final_error_q']:.1e} ({r['t_accuracy']:g})",
+            "—" if r["final_error_q"] is None else f"{r['final_error_q']:.1e} ({r['t_accuracy']:g})",
             _fmt(r["solve_ivp_rtol"], ".0e"),
             _fmt(None if r["solve_ivp_wall_s"] is None else 1e3 * r["solve_ivp_wall_s"], ".1f")
             + (" ms" if r["solve_ivp_wall_s"] is not None else ""),
-            f"{1e3 * r['dalembert_wall_s']:.1f} ms",
+            "—" if r["dalembert_wall_s"] is None else f"{1e3 * r['dalembert_wall_s']:.1f} ms",
             _ratio(r["wall_ratio"]),
             "; ".join(r["notes"]),
         ]) + " |")
