@@ -182,6 +182,7 @@ def main(argv=None):
     ap.add_argument("--max-seconds", type=float, default=300.0,
                     help="per (method, h) of the variance study: run in full only below this estimate")
     ap.add_argument("--parts", default="abc")
+    ap.add_argument("--note", default="", help="a paragraph added under the heading (e.g. machine load)")
     args = ap.parse_args(argv)
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     t0 = time.perf_counter()
@@ -189,6 +190,9 @@ def main(argv=None):
     b = variance_study(args.quick, args.max_seconds) if "b" in args.parts else []
     c = ensemble_speedup(args.quick) if "c" in args.parts else []
     md = markdown(a, b, c, args.quick, started, time.perf_counter() - t0)
+    if args.note:
+        head, rest = md.split("\n\n", 1)
+        md = head + "\n\n" + args.note.strip() + "\n\n" + rest
     print(md)
     if args.append:
         with open(args.append, "a", encoding="utf-8") as f:
