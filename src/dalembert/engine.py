@@ -259,6 +259,9 @@ def _build(system, method, x0, options):
             raise InputError(f"{method.name}: unknown option ({exc}); initial-state names of "
                              f"{system.name}: {', '.join(system.state_names)}") from None
         raise
+    except AttributeError as exc:  # the method needs another kind of system
+        raise InputError(f"method {method.name!r} cannot integrate a {type(system).__name__} "
+                         f"({exc}); see `dalembert list` for what each method integrates") from None
 
 
 def _compiled(system, method, options: dict, x0s: tuple, h, save_every: int, chunk_saves: int):

@@ -286,3 +286,14 @@ def test_potential_nan_value_is_not_silent(system, method):
         assert np.all(np.isfinite(err.trajectory.energy)), "NaN energy in ConvergenceError.trajectory"
         return
     assert np.all(np.isfinite(tr.energy)), "silent NaN energies in the returned trajectory"
+
+
+def test_method_for_another_system_kind_is_a_clear_error():
+    """A method built for another kind of system (here a Lie-group method on a system on R^n,
+    and the R^n GNI on the Suslov problem) raises InputError naming both, not AttributeError."""
+    p1 = dl.models.get("p1-linear")
+    with pytest.raises(dl.InputError, match="eps-midpoint"):
+        dl.integrate(p1.system, "eps-midpoint", q0=p1.q0, v0=p1.v0, h=0.1, t_final=1.0)
+    sus = dl.models.get("suslov")
+    with pytest.raises(dl.InputError, match="cannot integrate a EulerPoincareSuslovSystem"):
+        dl.integrate(sus.system, "nh-rattle", h=0.1, t_final=1.0, **sus.initial_state)
