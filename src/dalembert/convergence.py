@@ -57,6 +57,10 @@ def convergence(model, method_names, hs, t_final=None, q0=None, v0=None, **optio
     -------
     ConvergenceResult.
     """
+    if model.q0 is None and q0 is None:
+        from .errors import InputError
+        raise InputError(f"convergence compares (q, v) states; {model.name} has the state "
+                         f"{', '.join(model.initial_state)} (use its experiments instead)")
     T = float(t_final if t_final is not None else model.default_t_final)
     q0 = model.q0 if q0 is None else np.asarray(q0, float)
     v0 = model.v0 if v0 is None else np.asarray(v0, float)
