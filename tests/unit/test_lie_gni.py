@@ -211,3 +211,53 @@ def test_multiplier_form_P5_equals_combined_form_on_the_sleigh_T4():
     lam_formula = 2 * np.linalg.solve(mu @ np.linalg.solve(G, mu.T), mu @ np.linalg.solve(G, pplus))
     np.testing.assert_allclose(float(z[3]), float(lam_formula[0]), atol=1e-12)
     assert abs(abs(float(z[3])) - 0.0136638) < 5e-7
+
+
+@pytest.mark.slow
+def test_body_algorithm_equals_the_coordinate_gni_in_euler_angles_T20():
+    """The Lie-group GNI (body form, §2.2) and the foundation's GNI on R³ (ZYX Euler angles q, metric
+    Eᵀ𝕀E, constraint A(R(q))E, L_d(q0, q1) = l_d(R(q0)ᵀR(q1)), all derivatives by autodiff) give the
+    same rotations R_k, started from the same (R0, ω0) with the same consistent start-up."""
+    def Rz(a):
+        c, s = jnp.cos(a), jnp.sin(a)
+        return jnp.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+    def Ry(a):
+        c, s = jnp.cos(a), jnp.sin(a)
+        return jnp.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+    def Rx(a):
+        c, s = jnp.cos(a), jnp.sin(a)
+        return jnp.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+    def rot(q):
+        return Rz(q[0]) @ Ry(q[1]) @ Rx(q[2])
+
+    def E(q):   # body angular velocity ω = E(q) q̇, q = (ψ, θ, φ)
+        st, ct, sf, cf = jnp.sin(q[1]), jnp.cos(q[1]), jnp.sin(q[2]), jnp.cos(q[2])
+        return jnp.array([[-st, 0.0, 1.0], [ct * sf, cf, 0.0], [ct * cf, -sf, 0.0]])
+
+    qt = jnp.array([0.7, -0.4, 1.1])            # E against its definition vee(Rᵀ ∂R/∂q_i)
+    dR = jax.jacfwd(rot)(qt)
+    E_ad = jnp.stack([so3.vee(rot(qt).T @ dR[:, :, i]) for i in range(3)], axis=1)
+    np.testing.assert_allclose(np.asarray(E(qt)), np.asarray(E_ad), atol=1e-15)
+
+    I = jnp.asarray(SYS_123.inertia)
+    coord = dl.NonholonomicSystem(mass_matrix=lambda q: E(q).T @ I @ E(q),
+                                  constraint_matrix=lambda q: SYS_123.constraint_covectors(rot(q)) @ E(q),
+                                  name="euler-angles")
+    mv = moser_veselov.build(SYS_123.inertia)["l_d"]
+    method = dl.methods.gni(lambda q0, q1, h: mv(rot(q0).T @ rot(q1), h), name="gni-euler-angles-mv")
+    q0 = np.array([0.3, -0.2, 0.5])
+    Rq0 = np.asarray(rot(jnp.asarray(q0)))
+    w0 = np.asarray(SYS_123.project(jnp.asarray(Rq0), jnp.array([0.3, 1.0, -0.5])))
+    v0 = np.linalg.solve(np.asarray(E(jnp.asarray(q0))), w0)
+    h, T = 0.05, 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = dl.integrate(coord, method, q0=q0, v0=v0, h=h, t_final=T)
+        b = dl.integrate(SYS_123, "lie-gni-mv", R0=Rq0, omega0=w0, h=h, t_final=T)
+    Ra = np.asarray(jax.vmap(rot)(jnp.asarray(a.q)))
+    assert np.max(np.abs(Ra - b.R)) < 1e-11
+    # the multipliers agree too (the same constraint force, in two coordinate systems)
+    np.testing.assert_allclose(a.lam[:, 0], b.lam[:, 0], atol=1e-9)
