@@ -199,12 +199,12 @@ def _as_lie_system(system, name):
     if isinstance(system, LieNonholonomicSystem):
         return system
     if isinstance(system, EulerPoincareSuslovSystem) and system.symmetric:
-        return _LieView(system)
+        return _lie_view(system)
     raise InputError(f"method {name!r} integrates a LieNonholonomicSystem (or a symmetric "
                      f"EulerPoincareSuslovSystem); got {type(system).__name__}")
 
 
-def _LieView(eps_system):
+def _lie_view(eps_system):
     """A LieNonholonomicSystem with the constant covectors of an EPS system (same equations)."""
     from ..systems.lie_nonholonomic import LieNonholonomicSystem
     cache = _LIE_VIEWS.get(id(eps_system))
