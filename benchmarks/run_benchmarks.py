@@ -13,7 +13,7 @@ What it measures (see ``dalembert.bench`` and docs/benchmarks.md):
   (5·10⁵ steps) run twice in a fresh process each; the second run finds the compilation in the
   persistent cache (a private cache directory, so the first run really compiles), and its wall
   time is the one reported;
-* the methods without a NumPy loop (discrete gradients), on the gearbox, few steps;
+* with ``--others``: the methods without a NumPy loop, on the gearbox, few steps;
 * the same table without XLA's small-loop kernels (``DALEMBERT_XLA_SMALL_LOOPS=0``, in a
   subprocess), to show what that setting is worth.
 
@@ -134,8 +134,9 @@ def main(argv=None):
     ap.add_argument("--no-cli", action="store_true", help="skip the `dalembert run` timing")
     ap.add_argument("--no-compare", action="store_true",
                     help="skip the run without XLA small-loop kernels")
-    ap.add_argument("--no-others", action="store_true",
-                    help="skip the methods without a NumPy loop (discrete gradients, ...)")
+    ap.add_argument("--others", action="store_true",
+                    help="also time the other methods that integrate a NonholonomicSystem "
+                         "(no NumPy loop; some compile for minutes), on the gearbox")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"), help="results file (markdown)")
     ap.add_argument("--json", default=None, help="also write the raw results here")
     args = ap.parse_args(argv)
@@ -152,7 +153,7 @@ def main(argv=None):
     info["small_loop_kernels"] = engine.SMALL_LOOP_KERNELS
     results = run_benchmarks(quick=args.quick, progress_callback=log)
     others = []
-    if not args.no_others:
+    if args.others:
         from dalembert import methods as _m
         from dalembert.bench import numpy_loops
         names = [m for m in _m.available() if _m.get(m).compiled and m not in numpy_loops.METHODS]

@@ -32,6 +32,7 @@ import datetime as _dt
 import os
 import platform
 import time
+import warnings
 from typing import Callable, Iterable
 
 import numpy as np
@@ -198,8 +199,14 @@ def run_benchmarks(models: Iterable[str] = ("gearbox", "chaotic-quartic"), metho
         for method in methods:
             _log(progress_callback, f"{model_name} · {method}")
             try:
-                res = _bench_one(dl, model, np_model, method, h, T_acc, q_ref, sweep, n_steps,
-                                 quick, repeats)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    res = _bench_one(dl, model, np_model, method, h, T_acc, q_ref, sweep,
+                                     n_steps, quick, repeats)
+                kinds = sorted({w.category.__name__ for w in caught
+                                if issubclass(w.category, UserWarning)})
+                if kinds:
+                    res["notes"].append("warned: " + ", ".join(kinds))
             except dl.InputError as exc:
                 # a method for another kind of system (e.g. Euler–Poincaré–Suslov on SO(3))
                 _log(progress_callback, f"{model_name} · {method}: not applicable ({exc})")
@@ -244,8 +251,19 @@ def _bench_one(dl, model, np_model, method, h, T_acc, q_ref, sweep, n_steps, qui
         # a slow method: keep each timed run to a couple of seconds
         steps = max(2_000, 1_000 * int(MAX_RUN_SECONDS * estimate / 1_000))
         np_steps = min(np_steps, steps)
-    # timing run: warm-up (compiles), then the best of `repeats`
-    warm = dl.integrate(sysm, method, q0=q0, v0=v0, h=h, t_final=steps * h, progress=False)
+    # timing run: warm-up (compiles), then the best of `repeats`; a method that blows up
+    # before the end of the timed interval (first-order GNIs at large h) is timed on fewer steps
+    for _ in range(8):
+        try:
+            warm = dl.integrate(sysm, method, q0=q0, v0=v0, h=h, t_final=steps * h,
+                                progress=False)
+            break
+        except dl.ConvergenceError as exc:
+            notes.append(f"blows up at step {exc.step} at this h: timed on fewer steps")
+            steps = max(100, min(steps // 2, 1_000 * int(0.8 * exc.step / 1_000)))
+            np_steps = min(np_steps, steps)
+    else:
+        raise RuntimeError(f"{method}: no stable timing interval found")
     compile_s = warm.metadata["compile_time_s"]
     sps, its = 0.0, None
     for _ in range(repeats):
