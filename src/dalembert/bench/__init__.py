@@ -204,7 +204,7 @@ def run_benchmarks(models: Iterable[str] = ("gearbox", "chaotic-quartic"), metho
                     res = _bench_one(dl, model, np_model, method, h, T_acc, q_ref, sweep,
                                      n_steps, quick, repeats)
                 kinds = sorted({w.category.__name__ for w in caught
-                                if issubclass(w.category, UserWarning)})
+                                if issubclass(w.category, (UserWarning, RuntimeWarning))})
                 if kinds:
                     res["notes"].append("warned: " + ", ".join(kinds))
             except dl.InputError as exc:
