@@ -21,7 +21,10 @@ part is lateral: the node velocity satisfies the constraint). The spec's alterna
 
 :func:`detect_parasitic_mode` finds the first node where the relative amplitude exceeds
 ``threshold`` (default 1e-2) and, going back, the step from which it stayed above
-``threshold·onset_fraction`` (the onset), and fits the growth rate per step on that window.
+``threshold·onset_fraction`` (the onset), and fits the growth rate per step on that window. Only a
+*growing* sawtooth counts: one that is above threshold·onset_fraction from the first node on (a
+start-up transient, e.g. the Legendre start-up's period-2 multiplier) or whose fitted rate is ≤ 0
+is not reported.
 :func:`post_run_checks` runs it after :func:`dalembert.integrate` for the GNI families and warns
 with :class:`ParasiticModeWarning`.
 """
@@ -156,12 +159,18 @@ def detect_parasitic_mode(traj=None, *, q=None, R=None, speed=None, h=None, thre
         return SawtoothReport(False, None, None, None, mx, rel, threshold)
     k = int(over[0])
     low = np.nonzero(finite[:k] & (rel[:k] <= threshold * onset_fraction))[0]
-    onset = int(low[-1]) + 1 if low.size else int(np.argmax(finite))
+    if low.size == 0:
+        # above threshold·onset_fraction from the first node on: a start-up sawtooth (e.g. the
+        # Legendre start-up's period-2 multiplier), not one that grew out of a quiet run
+        return SawtoothReport(False, None, None, None, mx, rel, threshold)
+    onset = int(low[-1]) + 1
     rate = None
     if k - onset >= 2:
         kk = np.arange(onset, k + 1)
         amp = rel[kk] * np.maximum(np.linalg.norm(np.asarray(speed, float).reshape(len(speed), -1), axis=1)[kk], 1e-300)
         rate = float(np.polyfit(kk, np.log(amp), 1)[0]) / stride
+        if rate <= 0:
+            return SawtoothReport(False, None, None, None, mx, rel, threshold)
     return SawtoothReport(True, k * stride, onset * stride, rate, mx, rel, threshold)
 
 

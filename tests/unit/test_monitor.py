@@ -84,3 +84,12 @@ def test_even_save_every_is_not_checked_and_other_families_are_ignored(sleigh):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ParasiticModeWarning)
         post_run_checks(tr1, dl.methods.get("dla-midpoint"))
+
+
+def test_a_sawtooth_present_from_the_start_and_not_growing_is_not_reported():
+    h, n = 0.1, 400
+    k = np.arange(n + 1)
+    q = np.stack([h * k, np.sin(0.02 * k), 0.05 * h * (-1.0) ** k], axis=1)   # constant 10 % sawtooth
+    v = np.tile([1.0, 0.0, 0.0], (n + 1, 1))
+    rep = detect_parasitic_mode(q=q, speed=v, h=h)
+    assert not rep.detected and rep.max_relative_amplitude > 0.05
