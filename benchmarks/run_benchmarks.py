@@ -10,9 +10,8 @@ What it measures (see ``dalembert.bench`` and docs/benchmarks.md):
   compilation, next to the same scheme as a plain NumPy per-step loop, and SciPy's DOP853 on the
   index-1 ODE tuned to the same final error;
 * the command-line target: ``dalembert run gearbox --method nh-rattle --h 0.1 --t-final 50000``
-  (5·10⁵ steps) run twice in a fresh process each; the second run finds the compilation in the
-  persistent cache (a private cache directory, so the first run really compiles), and its wall
-  time is the one reported;
+  (5·10⁵ steps), each run in a fresh process with a private compilation cache: the first run
+  compiles, the next ones find the cache warm; the fastest warm run is reported;
 * with ``--others``: the methods without a NumPy loop, on the gearbox, few steps;
 * the same table without XLA's small-loop kernels (``DALEMBERT_XLA_SMALL_LOOPS=0``, in a
   subprocess), to show what that setting is worth.
@@ -66,8 +65,13 @@ def _dalembert_cli():
     return [sys.executable, "-c", "import sys; from dalembert.cli import main; main(sys.argv[1:])"]
 
 
+#: Runs of the CLI target: the first compiles into an empty private cache, the others find it
+#: warm; the reported time is the fastest warm run (the machine is shared).
+CLI_RUNS = 4
+
+
 def time_cli_target(log=print) -> dict:
-    """Run the CLI target twice (fresh processes, private compilation cache) and time both."""
+    """Run the CLI target CLI_RUNS times (fresh processes, private compilation cache)."""
     cmd = _dalembert_cli()
     if cmd is None:
         return {"available": False, "reason": "dalembert.cli could not be imported"}
@@ -76,7 +80,7 @@ def time_cli_target(log=print) -> dict:
     out = {"available": True, "command": "dalembert " + " ".join(CLI_ARGS) + " --out <tmp>",
            "runs": []}
     try:
-        for i in range(2):
+        for i in range(CLI_RUNS):
             t0 = time.perf_counter()
             proc = subprocess.run(cmd + CLI_ARGS + ["--out", str(work / f"run{i}")], env=env,
                                   capture_output=True, text=True)
@@ -94,7 +98,7 @@ def time_cli_target(log=print) -> dict:
         if any(r["returncode"] != 0 for r in out["runs"]):
             out["available"] = False
             out["reason"] = "dalembert run failed: " + " ".join(out["runs"][-1].get("stderr", []))
-        out["warm_wall_s"] = out["runs"][-1]["wall_s"]
+        out["warm_wall_s"] = min(r["wall_s"] for r in out["runs"][1:])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
@@ -188,13 +192,15 @@ def main(argv=None):
            "grid) reaching that error; the wall times are end-to-end calls over [0, T] after "
            "compilation.", "", "## Command line", ""]
     if cli.get("available"):
-        r1, r2 = cli["runs"]
+        r1, warm = cli["runs"][0], cli["runs"][1:]
+        best = min(warm, key=lambda r: r["wall_s"])
         md += [f"`{cli['command']}` (5·10⁵ steps, every node saved, trajectory.npz + summary.json + "
-               f"plots), each in a fresh process:", "",
+               f"plots), each run in a fresh process (wall time of the whole command):", "",
                f"- first run (compiles into an empty cache): {r1['wall_s']:.2f} s",
-               f"- second run (warm compilation cache): **{r2['wall_s']:.2f} s** "
-               f"(integration {r2.get('integration_wall_time_s') or float('nan'):.2f} s at "
-               f"{(r2.get('steps_per_second') or float('nan')):.3g} steps/s)", ""]
+               f"- warm compilation cache: **{best['wall_s']:.2f} s** (fastest of {len(warm)}: "
+               + ", ".join(f"{r['wall_s']:.2f}" for r in warm) + " s; integration "
+               f"{best.get('integration_wall_time_s') or float('nan'):.2f} s at "
+               f"{(best.get('steps_per_second') or float('nan')):.3g} steps/s)", ""]
     else:
         md += [f"Not measured: {cli.get('reason')}.", ""]
     if others:
