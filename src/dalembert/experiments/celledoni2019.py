@@ -237,7 +237,7 @@ def fig2(quick, out):
     notes += ("Quick version: 20 states, t ≤ 200, SI-DLA only; at such short times the bounded O(h⁴) "
               "oscillation dominates, so the linear growth is not checked. " if quick else
               f"The DG variance is computed for {n_dg} states up to t = {T_dg:g} only: the DG step on this 13-"
-              "dimensional form is about 100× slower than the comparison methods (see docs/benchmarks.md). ")
+              "dimensional form is two to three orders of magnitude slower than the comparison methods (≈ 170 µs against 0.8–3 µs per step; benchmarks/ISSUE3_RESULTS.md). ")
     return checks, [_save(fig, out / "figure2.png")], data, notes
 
 
