@@ -310,6 +310,10 @@ def bench(quick, models_, methods_, out):
 def main(argv=None):
     """Console entry point (``dalembert``)."""
     debug = bool(os.environ.get("DALEMBERT_DEBUG"))
+    if not debug:  # warnings (e.g. ParasiticModeWarning) as one line each, no source line
+        import warnings
+        warnings.showwarning = lambda message, category, *_a, **_k: click.echo(
+            f"dalembert: warning: {category.__name__}: {' '.join(str(message).split())}", err=True)
     try:
         from dalembert import _config
         _config.enable_compilation_cache()

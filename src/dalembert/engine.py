@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import __version__, methods
+from . import __version__, methods, monitors
 from .errors import ConvergenceError, InputError
 from .trajectory import Trajectory
 
@@ -460,7 +460,7 @@ def _integrate_compiled(system, method, x0s, h, n_steps, save_every, progress, c
             f"{method.name}: step {failure} (t = {failure * h:.6g} → {(failure + 1) * h:.6g}) "
             f"{kind} or gave a non-finite state; {n_nodes} nodes up to t = {traj.t[-1]:.6g} are "
             f"kept in .trajectory (try a smaller h)", step=failure, time=failure * h, trajectory=traj)
-    __import__("dalembert.monitors").monitors.post_run_checks(traj, method)
+    monitors.post_run_checks(traj, method)
     return traj
 
 
