@@ -24,24 +24,13 @@ import numpy as np
 
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
+from .nonholonomic import _as_vector
 
 #: A Householder step whose conditioning (ν + s R_kk)/ν (1 to 2 with the standard signs, 0 where
 #: the frozen-sign reflection breaks down) falls below this value counts as degenerate: the basis
 #: and its derivatives vary ever faster there and the chart (q, ρ) ends. The window it flags is
 #: wide (for the sleigh about ±0.3 rad of heading) so that no step can jump over it.
 DEGENERACY_TOL = 0.05
-
-
-def _as_vector(x, name: str) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must be an array of numbers: {exc}") from None
-    if a.ndim != 1 or a.size == 0:
-        raise InputError(f"{name} must be a non-empty 1-D array; got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise InputError(f"{name} contains non-finite values: {a}")
-    return a
 
 
 class AlmostPoissonSystem:
