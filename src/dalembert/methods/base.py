@@ -42,6 +42,28 @@ class Observation(NamedTuple):
     lam: Any = None
 
 
+class MomentumState(NamedTuple):
+    """q: (n,) configuration q_k;  p: (n,) momentum p_k = G v_k (one-step methods on T*Q)."""
+
+    q: Any
+    p: Any
+
+
+def momentum_init(system):
+    """init(q0, v0, h) -> MomentumState(q0, G(q0) v0)."""
+    def init(q0, v0, h=None):
+        q0 = jnp.asarray(q0)
+        return MomentumState(q0, system.momentum(q0, jnp.asarray(v0)))
+    return init
+
+
+def momentum_observe(factor_fn):
+    """observe(state, h) -> {q, p, v = G⁻¹p} with factor_fn(q) a MetricFactor."""
+    def observe(state, h=None):
+        return {"q": state.q, "p": state.p, "v": factor_fn(state.q).solve(state.p)}
+    return observe
+
+
 @dataclass(frozen=True)
 class Scheme:
     """A method bound to a system: pure ``init``, ``step``, ``observe`` (see module doc)."""

@@ -48,18 +48,11 @@ import jax.numpy as jnp
 from .. import linalg
 from ..errors import InputError
 from ..solvers.newton import MAX_ITER, RTOL, newton
-from .base import Method, Scheme, StepInfo, Traits
+from .base import Method, MomentumState, Scheme, StepInfo, Traits, momentum_init, momentum_observe
 from .gni import metric_factor_fn
 
 _SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.1 (comparison methods, "
            "reconstructed in discrete-gradients-2019.md §5)")
-
-
-class MomentumState(NamedTuple):
-    """q: (n,) configuration q_k;  p: (n,) momentum p_k = G v_k."""
-
-    q: Any
-    p: Any
 
 
 class DLAState(NamedTuple):
@@ -81,19 +74,6 @@ def _check_system(system, q0, name):
     if not system.constant_metric(jnp.asarray(q0)):
         raise InputError(f"{name} supports a constant mass matrix only (the spec's forms, G = I, extended "
                          "to constant G); for a q-dependent G use dla-midpoint, gni-midpoint or gonzalez-r")
-
-
-def _init(system):
-    def init(q0, v0, h=None):
-        q0 = jnp.asarray(q0)
-        return MomentumState(q0, system.momentum(q0, jnp.asarray(v0)))
-    return init
-
-
-def _observe(factor_fn):
-    def observe(state, h=None):
-        return {"q": state.q, "p": state.p, "v": factor_fn(state.q).solve(state.p)}
-    return observe
 
 
 def _impulse_guess(system, f, mu, pstar):
@@ -129,7 +109,7 @@ class SIDLA(Method):
             p1, q1 = p1_q1(res.x)
             return MomentumState(q1, p1), StepInfo(res.converged, res.iterations)
 
-        return Scheme(_init(system), step, _observe(factor_fn))
+        return Scheme(momentum_init(system), step, momentum_observe(factor_fn))
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,7 +147,7 @@ class IDLA(Method):
                 x, ell = res.x[:n], res.x[n:]
                 return MomentumState(x, p1_of(x, ell)), StepInfo(res.converged, res.iterations)
 
-            return Scheme(_init(system), step, _observe(factor_fn))
+            return Scheme(momentum_init(system), step, momentum_observe(factor_fn))
 
         def init(q0_, v0_, h=None):
             q0_ = jnp.asarray(q0_)
@@ -233,7 +213,7 @@ class SparkLobatto2(Method):
             p1 = pstar + linalg.vm(_impulse_guess(system, f, mu1, pstar), mu1)
             return MomentumState(q1, p1), StepInfo(res.converged, res.iterations)
 
-        return Scheme(_init(system), step, _observe(factor_fn))
+        return Scheme(momentum_init(system), step, momentum_observe(factor_fn))
 
 
 def _traits(preserves, node_velocity, source, explicit_when=""):

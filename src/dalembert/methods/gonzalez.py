@@ -22,7 +22,6 @@ p = G v.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,17 +30,10 @@ from .. import linalg
 from ..errors import InputError
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from ..systems.almost_poisson import DEGENERACY_TOL, householder_qr, reduced_form
-from .base import Method, Scheme, StepInfo, Traits
+from .base import Method, MomentumState, Scheme, StepInfo, Traits, momentum_init, momentum_observe
 from .discrete_gradients import gonzalez
 
 _SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019"
-
-
-class CanonicalState(NamedTuple):
-    """q: (n,) configuration q_k;  p: (n,) momentum p_k = G v_k."""
-
-    q: Any
-    p: Any
 
 
 def _check_system(system, name):
@@ -51,19 +43,6 @@ def _check_system(system, name):
     if system.is_affine:
         raise InputError(f"{name}: affine constraints are not supported (Celledoni et al. 2019 treat "
                          "linear constraints)")
-
-
-def _init(system):
-    def init(q0, v0, h=None):
-        q0 = jnp.asarray(q0)
-        return CanonicalState(q0, system.momentum(q0, jnp.asarray(v0)))
-    return init
-
-
-def _observe(system):
-    def observe(state, h=None):
-        return {"q": state.q, "p": state.p, "v": system.factor_metric(state.q).solve(state.p)}
-    return observe
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,9 +74,9 @@ class GonzalezF(Method):
             g0 = jax.grad(H)(z)
             u0 = jnp.concatenate([state.q + h * g0[n:], state.p - h * g0[:n], jnp.zeros(r)])
             res = newton(F, u0, rtol=rtol, max_iter=max_iter)
-            return CanonicalState(res.x[:n], res.x[n:2 * n]), StepInfo(res.converged, res.iterations)
+            return MomentumState(res.x[:n], res.x[n:2 * n]), StepInfo(res.converged, res.iterations)
 
-        return Scheme(_init(system), step, _observe(system))
+        return Scheme(momentum_init(system), step, momentum_observe(system.factor_metric))
 
 
 def _grad_18(system, f, n, dbasis):
@@ -153,9 +132,9 @@ class GonzalezR(Method):
             q1, v1 = f.lift(res.x)
             ok = (res.converged & (f.frame(0.5 * (q + q1))[1] > DEGENERACY_TOL)
                   & (f.frame(q1)[1] > DEGENERACY_TOL))
-            return CanonicalState(q1, system.momentum(q1, v1)), StepInfo(ok, res.iterations)  # (16a)
+            return MomentumState(q1, system.momentum(q1, v1)), StepInfo(ok, res.iterations)  # (16a)
 
-        return Scheme(_init(system), step, _observe(system))
+        return Scheme(momentum_init(system), step, momentum_observe(system.factor_metric))
 
 
 def _methods():
