@@ -28,3 +28,5 @@ from . import lie  # noqa: E402
 from .systems import EulerPoincareSuslovSystem  # noqa: E402
 __all__ += ["EulerPoincareSuslovSystem", "lie"]
 __all__ += ["ensemble", "Ensemble"]
+from .systems import ReducedSystem  # noqa: E402
+__all__ += ["ReducedSystem"]

@@ -5,3 +5,5 @@ from .almost_poisson import AlmostPoissonSystem, almost_poisson
 __all__ = ["NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson"]
 from .euler_poincare_suslov import EulerPoincareSuslovSystem  # noqa: E402
 __all__ += ["EulerPoincareSuslovSystem"]
+from .reduced import ReducedSystem  # noqa: E402
+__all__ += ["ReducedSystem"]
