@@ -116,3 +116,10 @@ from .lie_gni import LieGNI, lie_gni as make_lie_gni  # noqa: E402,F401
 
 for _m in lie_gni.METHODS:
     register(_m)
+
+# --- reduced GNI on shape × group (Ferraro–Jiménez–Martín de Diego 2015 §7): reduced-gni, lie-gni,
+# reduced-rattle
+from . import reduced_gni, reduced_rattle  # noqa: E402
+
+for _m in reduced_gni.METHODS + reduced_rattle.METHODS:
+    register(_m)

@@ -1,0 +1,312 @@
+"""The reduced geometric nonholonomic integrator on shape × group, R^n × SO(3), with a retraction.
+
+Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, Definition 7.1 (30) and its affine
+form (38) with the corrected sign (erratum 6), the retracted Legendre maps of §7.1 (Lemma 9.5,
+erratum 11) and the reconstruction of Remark 7.2 (erratum 12)
+(``shared/papers/gni-2015-new-developments.md`` §2.5, §2.7, §2.8, §2.10, §2.11, §8).
+
+System: a :class:`~dalembert.systems.reduced.ReducedSystem` (metric G̃(x), constraints
+μ̃(x, R)u = ν̃(x, R), trivialised velocities u = (ẋ, ξ)). With a retraction τ (Cayley default,
+exponential available) and the retracted discrete Lagrangian l_d(x_k, x_{k+1}, σ_k), σ_k = hξ_k,
+the discrete Legendre maps are (left trivialization; covectors in R^{n+3} = T*_x M × g*)
+
+    FL⁻(x_k, x_{k+1}, σ) = ( −D1 l_d ,  (dτ⁻¹_{σ})ᵀ  D_σ l_d )     over x_k
+    FL⁺(x_k, x_{k+1}, σ) = (  D2 l_d ,  (dτ⁻¹_{−σ})ᵀ D_σ l_d )     over x_{k+1}
+
+(right trivialization: the signs of the dτ arguments are swapped). One step in T*-form, state
+(x_k, R_k, FL⁺_k):
+
+    1. target = (P − Q)*_{(x_k,R_k)} FL⁺_k + 2 μ̃ᵀC̃⁻¹ν̃(x_k, R_k),   C̃ = μ̃G̃⁻¹μ̃ᵀ  (solves)
+    2. solve FL⁻(x_k, x_{k+1}, hξ_k) = target for (x_{k+1}, ξ_k)
+    3. FL⁺_{k+1} = FL⁺(x_k, x_{k+1}, hξ_k);  R_{k+1} = R_k τ(hξ_k) (left) or τ(hξ_k) R_k (right).
+
+Default l_d (spec §2.6, SV/midpoint type), with Δx = x_{k+1} − x_k, u = (Δx/h, σ/h), x̄ the midpoint:
+``l_d = (h/2) uᵀ G̃(x̄) u − (h/2)(V(x_k) + V(x_{k+1}))``. A user l_d is a traceable callable
+``l_d(x0, x1, sigma, h)`` (build option ``discrete_lagrangian``); its derivatives come from
+autodiff and the step is a Newton solve in (x_{k+1}, ξ_k).
+
+Fast path (constant metric, default l_d): the x-part of step 2 is linear,
+Δx/h = G̃_xx⁻¹(a − G̃_xg ξ) with a = target_x − (h/2)V_x(x_k), and the group part is a 3×3 Newton
+solve of (dτ⁻¹_{±hξ})ᵀ (b + S ξ) = target_g, S = G̃_gg − G̃_gx G̃_xx⁻¹ G̃_xg, b = G̃_gx G̃_xx⁻¹ a.
+
+Start-up (build option ``startup``):
+* ``"legendre"`` (default): FL⁺_0 = G̃ u_0. On a consistent state the first reflection is the
+  identity (spec §2.4, §8 (a)).
+* ``"consistent"``: FL⁺_0 = G̃ u_0 − (h/2) μ̃ᵀλ(x_0, R_0, u_0) (λ the continuous multiplier); it
+  removes the period-2 component of the reported multiplier.
+* ``"two-point"``: the paper's x_1 = x_0 + h ẋ_0, ξ_0 = ξ(0). Realised through the involution:
+  FL⁺_0 = (P − Q)*(FL⁻(x_0, x_1, hξ_0) − 2μ̃ᵀC̃⁻¹ν̃), so that the first step reproduces x_1, ξ_0.
+  **It caps the observed order at 1** (spec §8 (b), erratum 15).
+* ``("second-point", x1, xi0)``: a user-supplied second point (x1 (n,), ξ_0 (3,)) by the same
+  mechanism (pass tuples in ``dl.integrate`` so that the options stay hashable).
+
+Reported at the nodes (``observe``): x (n,), R (3, 3); xdot (n,), xi (3,) = G̃⁻¹p̄_k from the
+averaged momentum p̄_k = ½(FL⁺_k + FL⁻_k) = P*FL⁺_k + Q*Π, which satisfies μ̃u = ν̃ exactly (R10);
+momentum = p̄_k (n+3,); lam = −(2/h) C̃⁻¹(μ̃G̃⁻¹FL⁺_k − ν̃) (≈ the continuous multiplier, sign of
+the ReducedSystem equations).
+
+``lie-gni`` is the same scheme restricted to left trivialization (spec §2.11): the Lie-group GNI
+for systems whose constraints depend on R (the Chaplygin sphere on a rotating table).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import linalg
+from ..errors import InputError
+from ..lie import so3
+from ..lie.retraction import get_retraction
+from ..solvers.newton import MAX_ITER, RTOL, newton
+from .base import Method, Scheme, StepInfo, Traits
+
+_PUB = "Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871"
+_STARTUPS = ("legendre", "consistent", "two-point", "second-point")
+
+
+class ReducedGNIState(NamedTuple):
+    """x: (n,) x_k;  R: (3, 3) R_k;  p: (n+3,) the pre-momentum FL⁺_k."""
+
+    x: Any
+    R: Any
+    p: Any
+
+
+def sv_discrete_lagrangian(system):
+    """The default retracted l_d(x0, x1, σ, h) = (h/2) uᵀG̃(x̄)u − (h/2)(V(x0) + V(x1)),
+    u = ((x1 − x0)/h, σ/h), x̄ = (x0 + x1)/2 (spec §2.6; midpoint metric when G̃ depends on x)."""
+    def l_d(x0, x1, sigma, h):
+        u = jnp.concatenate([(x1 - x0) / h, sigma / h])
+        G = system.metric(0.5 * (x0 + x1))
+        return 0.5 * h * jnp.sum(u * linalg.mv(G, u)) - 0.5 * h * (system.potential(x0) + system.potential(x1))
+    return l_d
+
+
+def _as_reduced(system, name, require_left):
+    from ..systems.reduced import ReducedSystem
+    if not isinstance(system, ReducedSystem):
+        raise InputError(f"method {name!r} integrates a ReducedSystem (R^n × SO(3)); got {type(system).__name__}")
+    if require_left and not system.left:
+        raise InputError(f"method {name!r} needs trivialization='left' (body velocities, spec §2.11); "
+                         f"{system.name} uses {system.trivialization!r} — use 'reduced-gni'")
+    return system
+
+
+def _parse_startup(startup, n):
+    if isinstance(startup, str):
+        if startup not in _STARTUPS[:3]:
+            raise InputError(f"unknown startup {startup!r}; choose from: legendre, consistent, two-point, "
+                             "('second-point', x1, xi0)")
+        return startup, None
+    if isinstance(startup, (tuple, list)) and len(startup) == 3 and startup[0] == "second-point":
+        x1 = np.asarray(startup[1], float)
+        xi0 = np.asarray(startup[2], float)
+        if x1.shape != (n,) or xi0.shape != (3,) or not (np.all(np.isfinite(x1)) and np.all(np.isfinite(xi0))):
+            raise InputError(f"startup ('second-point', x1, xi0): need finite x1 ({n},) and xi0 (3,); "
+                             f"got {x1.shape}, {xi0.shape}")
+        return "second-point", (jnp.asarray(x1), jnp.asarray(xi0))
+    raise InputError(f"unknown startup {startup!r}; choose from: legendre, consistent, two-point, "
+                     "('second-point', x1, xi0)")
+
+
+class _Kernels:
+    """The pieces of a reduced GNI bound to one system, retraction and l_d (shared with
+    :mod:`~dalembert.methods.reduced_rattle`)."""
+
+    def __init__(self, system, retraction, l_d):
+        self.system = system
+        self.tau = get_retraction(retraction)
+        self.n = system.n
+        self.custom = l_d is not None
+        self.l_d = l_d if l_d is not None else sv_discrete_lagrangian(system)
+        self.fast = system.constant_metric and not self.custom
+        self.sign = 1.0 if system.left else -1.0
+        if system.constant_metric:
+            G = np.asarray(system.metric_matrix)
+            n = self.n
+            Gxx, Gxg, Ggg = G[:n, :n], G[:n, n:], G[n:, n:]
+            K = np.linalg.solve(Gxx, Gxg)
+            self.G = jnp.asarray(G)
+            self.LG = jnp.asarray(np.linalg.cholesky(G))
+            self.Gxg = jnp.asarray(Gxg)
+            self.Lxx = jnp.asarray(np.linalg.cholesky(Gxx))
+            self.S = jnp.asarray(Ggg - Gxg.T @ K)
+            self.K = jnp.asarray(K)
+
+    # --- metric pieces -------------------------------------------------------------------------
+    def chol(self, x):
+        return self.LG if self.system.constant_metric else linalg.cholesky(self.system.metric(x))
+
+    def gram(self, x, R):
+        """(μ̃ (m, n+3), G̃⁻¹μ̃ᵀ (n+3, m), C̃ = μ̃G̃⁻¹μ̃ᵀ (m, m)) at (x, R), by solves."""
+        mu = self.system.constraint_matrix(x, R)
+        Z = linalg.cho_solve(self.chol(x), mu.T)
+        return mu, Z, linalg.mm(mu, Z)
+
+    def reflection_coefficient(self, x, R, p):
+        """s = C̃⁻¹(μ̃G̃⁻¹p − ν̃) (m,) and μ̃ (m, n+3): (P−Q)*p + 2μ̃ᵀC̃⁻¹ν̃ = p − 2μ̃ᵀs."""
+        mu, Z, C = self.gram(x, R)
+        s = linalg.solve_spd(C, linalg.vm(p, Z) - self.system.constraint_rhs(x, R))
+        return s, mu
+
+    def reflect(self, x, R, p):
+        s, mu = self.reflection_coefficient(x, R, p)
+        return p - 2.0 * linalg.vm(s, mu)
+
+    def velocity(self, x, p):
+        return linalg.cho_solve(self.chol(x), p)
+
+    # --- Legendre maps -------------------------------------------------------------------------
+    def group_minus(self, sigma, d_sigma):
+        """g*-part of FL⁻: (dτ⁻¹_{±σ})ᵀ D_σ l_d (+ left, − right)."""
+        return linalg.vm(d_sigma, self.tau.dtau_inv(self.sign * sigma))
+
+    def group_plus(self, sigma, d_sigma):
+        """g*-part of FL⁺: (dτ⁻¹_{∓σ})ᵀ D_σ l_d."""
+        return linalg.vm(d_sigma, self.tau.dtau_inv(-self.sign * sigma))
+
+    def fl_minus(self, x0, x1, xi, h):
+        d1, ds = jax.grad(self.l_d, argnums=(0, 2))(x0, x1, h * xi, h)
+        return jnp.concatenate([-d1, self.group_minus(h * xi, ds)])
+
+    def fl_plus(self, x0, x1, xi, h):
+        d2, ds = jax.grad(self.l_d, argnums=(1, 2))(x0, x1, h * xi, h)
+        return jnp.concatenate([d2, self.group_plus(h * xi, ds)])
+
+    def reconstruct(self, R, xi, h):
+        W = self.tau.tau(h * xi)
+        return so3.matmul(R, W) if self.system.left else so3.matmul(W, R)
+
+    # --- the implicit solve: FL⁻(x_k, x_{k+1}, hξ) = target ---------------------------------------
+    def solve_group(self, a, tg, h, rtol, max_iter):
+        """Constant metric, default l_d: ξ with (dτ⁻¹_{±hξ})ᵀ D_σ l_d = tg, where the x-momentum
+        a = G̃_xx Δx/h + G̃_xg ξ is given, so Δx/h = w − Kξ (w = G̃_xx⁻¹a, K = G̃_xx⁻¹G̃_xg) and
+        D_σ l_d = b + Sξ (b = G̃_gx w). Newton in ξ (3 unknowns) from ξ = S⁻¹(tg − b).
+
+        Returns (ξ, w, b, converged, iterations)."""
+        w = linalg.cho_solve(self.Lxx, a)
+        b = linalg.vm(w, self.Gxg)
+
+        def F(xi):
+            return self.group_minus(h * xi, b + linalg.mv(self.S, xi)) - tg
+
+        res = newton(F, linalg.solve_spd(self.S, tg - b), rtol=rtol, max_iter=max_iter)
+        return res.x, w, b, res.converged, res.iterations
+
+    def solve_fast(self, x, target, h, rtol, max_iter):
+        """Constant metric, default l_d: (x_{k+1}, ξ_k, FL⁺_{k+1}, converged, iterations)."""
+        sys = self.system
+        n = self.n
+        a = target[:n] - 0.5 * h * sys.potential_gradient(x)
+        xi, w, b, conv, it = self.solve_group(a, target[n:], h, rtol, max_iter)
+        x1 = x + h * (w - linalg.mv(self.K, xi))
+        p1 = jnp.concatenate([a - 0.5 * h * sys.potential_gradient(x1),
+                              self.group_plus(h * xi, b + linalg.mv(self.S, xi))])
+        return x1, xi, p1, conv, it
+
+    def solve_general(self, x, target, h, rtol, max_iter):
+        """Any metric or l_d: Newton in z = (x_{k+1}, ξ_k) from the explicit predictor."""
+        n = self.n
+        u = self.velocity(x, target)
+        z0 = jnp.concatenate([x + h * u[:n], u[n:]])
+
+        def F(z):
+            return self.fl_minus(x, z[:n], z[n:], h) - target
+
+        res = newton(F, z0, rtol=rtol, max_iter=max_iter)
+        x1, xi = res.x[:n], res.x[n:]
+        return x1, xi, self.fl_plus(x, x1, xi, h), res.converged, res.iterations
+
+    def solve(self, x, target, h, rtol, max_iter):
+        return (self.solve_fast if self.fast else self.solve_general)(x, target, h, rtol, max_iter)
+
+    # --- start-up ------------------------------------------------------------------------------
+    def initial_momentum(self, startup, extra, x0, R0, xdot0, xi0, h):
+        sys = self.system
+        p0 = sys.momentum(x0, xdot0, xi0)
+        if startup == "legendre":
+            return p0
+        if startup == "consistent":
+            lam = sys.multiplier(x0, R0, xdot0, xi0)
+            return p0 - 0.5 * h * linalg.vm(lam, sys.constraint_matrix(x0, R0))
+        x1, xi_0 = (x0 + h * xdot0, xi0) if startup == "two-point" else extra
+        flm = self.fl_minus(x0, x1, xi_0, h)
+        # FL⁺_0 = (P − Q)*(FL⁻_0 − 2μ̃ᵀC̃⁻¹ν̃): the reflection is an involution, so step 1 maps it
+        # back to FL⁻_0 and reproduces (x_1, ξ_0)
+        mu, Z, C = self.gram(x0, R0)
+        q = flm - 2.0 * linalg.vm(linalg.solve_spd(C, sys.constraint_rhs(x0, R0)), mu)
+        return q - 2.0 * linalg.vm(linalg.solve_spd(C, linalg.vm(q, Z)), mu)
+
+
+@dataclass(frozen=True, eq=False)
+class ReducedGNI(Method):
+    """The reduced GNI (module doc) for a :class:`~dalembert.systems.reduced.ReducedSystem`.
+
+    Build options: ``startup`` ("legendre" | "consistent" | "two-point" |
+    ("second-point", x1, xi0)), ``retraction`` ("cayley" | "exponential"),
+    ``discrete_lagrangian`` (None: the SV/midpoint l_d; or a callable l_d(x0, x1, sigma, h)),
+    ``rtol``, ``max_iter`` (Newton).
+    """
+
+    require_left: bool = False
+
+    def build(self, system, x0=None, *, startup="legendre", retraction="cayley",
+              discrete_lagrangian=None, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
+        system = _as_reduced(system, self.name, self.require_left)
+        mode, extra = _parse_startup(startup, system.n)
+        if discrete_lagrangian is not None and not callable(discrete_lagrangian):
+            raise InputError(f"discrete_lagrangian must be a callable l_d(x0, x1, sigma, h); got {discrete_lagrangian!r}")
+        k = _Kernels(system, retraction, discrete_lagrangian)
+        n = system.n
+
+        def init(x0, R0, xdot0, xi0, h):
+            x0, R0, xdot0, xi0 = (jnp.asarray(a, jnp.float64) for a in (x0, R0, xdot0, xi0))
+            return ReducedGNIState(x0, R0, k.initial_momentum(mode, extra, x0, R0, xdot0, xi0, h))
+
+        def step(state, h):
+            x, R, p = state
+            target = k.reflect(x, R, p)
+            x1, xi, p1, conv, it = k.solve(x, target, h, rtol, max_iter)
+            return ReducedGNIState(x1, k.reconstruct(R, xi, h), p1), StepInfo(conv, it)
+
+        def observe(state, h):
+            x, R, p = state
+            s, mu = k.reflection_coefficient(x, R, p)
+            pbar = p - linalg.vm(s, mu)
+            u = k.velocity(x, pbar)
+            return {"x": x, "R": R, "xdot": u[:n], "xi": u[n:], "momentum": pbar, "lam": -(2.0 / h) * s}
+
+        return Scheme(init, step, observe)
+
+
+def _traits(source, extra=()):
+    return Traits(
+        order=2, symmetric=True, implicit=True,
+        preserves=("averaged-momentum constraint μ̃G̃⁻¹p̄_k = ν̃ (affine) exactly",
+                   "R_k ∈ SO(3) to round-off") + tuple(extra),
+        node_velocity="G̃⁻¹p̄_k, p̄_k = ½(FL⁺_k + FL⁻_k) = P*FL⁺_k + Q*Π (averaged momentum); the "
+                      "two-point start-up caps the observed order at 1 (spec §8, erratum 15)",
+        source=source, family="reduced-gni",
+        explicit_when="")
+
+
+METHODS = (
+    ReducedGNI(
+        name="reduced-gni",
+        traits=_traits(f"{_PUB}, Definition 7.1 (30) and affine (38) with erratum 6; retracted Legendre "
+                       "maps §7.1 (Lemma 9.5, erratum 11); reconstruction Remark 7.2 (erratum 12); SV-type "
+                       "l_d of §7.2"),
+        description="Reduced GNI on R^n × SO(3) with a retraction (Cayley default): reflect FL⁺ with "
+                    "(P−Q)* (+2Q*Π), solve FL⁻ = target for (x_{k+1}, ξ_k), reconstruct R."),
+    ReducedGNI(
+        name="lie-gni",
+        traits=_traits(f"{_PUB}, Definition 6.1 on R²×SO(3) in left-trivialised coordinates with a Cayley "
+                       "step (spec §2.11, ours)", extra=("no chart singularity",)),
+        description="Lie-group GNI for R-dependent constraints (left trivialization): recommended for the "
+                    "sphere; second order, no chart singularity.",
+        require_left=True),
+)
