@@ -10,3 +10,4 @@ from . import (chaotic_quartic, chaplygin_sleigh, gearbox, particle, rolling_dis
 __all__ = ["Model", "ModelSpec", "Parameter", "available", "get", "register", "spec"]
 from . import suslov  # noqa: E402,F401  (Euler–Poincaré–Suslov on SO(3))
 from . import snakeboard  # noqa: E402,F401  (Ferraro et al. 2008 Example 2)
+from . import rolling_ball  # noqa: E402,F401  (Chaplygin sphere on a turning table; Ferraro et al. 2015)

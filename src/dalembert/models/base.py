@@ -74,6 +74,12 @@ class Model:
     #: the default initial state as ``{state name: array}`` in the order of
     #: ``system.state_names`` (e.g. {"R0": ..., "omega0": ...}); defaults to {"q0": q0, "v0": v0}
     initial_state: dict | None = None
+    #: alternative systems for the same model, ``{name: system}`` (e.g. the rolling ball's
+    #: right-trivialised homogeneous form under "reduced")
+    forms: dict = field(default_factory=dict)
+    #: None or callable (t (N,), **initial state) -> dict of node arrays: the model's own
+    #: continuous reference solution (for system kinds the generic reference ODE does not handle)
+    reference: Callable | None = None
 
     def __post_init__(self):
         if self.initial_state is None:
