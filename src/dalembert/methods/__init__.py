@@ -117,6 +117,12 @@ from .lie_gni import LieGNI, lie_gni as make_lie_gni  # noqa: E402,F401
 for _m in lie_gni.METHODS:
     register(_m)
 
+# --- the unreduced GNI in exponential coordinates (Ferraro et al. 2015 §7.4.2): gni-exp-chart
+from . import exp_chart  # noqa: E402
+
+for _m in exp_chart.METHODS:
+    register(_m)
+
 # --- reduced GNI on shape × group (Ferraro–Jiménez–Martín de Diego 2015 §7): reduced-gni, lie-gni,
 # reduced-rattle
 from . import reduced_gni, reduced_rattle  # noqa: E402
