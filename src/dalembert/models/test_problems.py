@@ -56,3 +56,49 @@ register(ModelSpec("p1-linear", "GNI test problem P1 (linear constraint ż = y �
 register(ModelSpec("p2-affine", "GNI test problem P2 (affine constraint ż − y ẋ = a sin x)",
                    (Parameter("amplitude", 0.5, "a in ν(q) = a sin x"),), _build_p2, SOURCE,
                    "P1 with an affine constraint."))
+
+
+# --- P3: reduced system on R² × SO(3) with a coupled metric (spec §5.5 P3) ------------------------
+SOURCE_P3 = "GNI spec (gni-2015-new-developments.md) §5.5, test problem P3 (reduced, SO(3), coupled metric)"
+
+
+def p3_metric():
+    """The constant (5, 5) bundle metric of P3: G̃_xx = diag(2, 1), G̃_xg = [[0.1, 0, 0], [0, 0.2, 0]],
+    G̃_gg = diag(1, 1.5, 2)."""
+    G = np.zeros((5, 5))
+    G[:2, :2] = np.diag([2.0, 1.0])
+    G[:2, 2:] = [[0.1, 0.0, 0.0], [0.0, 0.2, 0.0]]
+    G[2:, :2] = G[:2, 2:].T
+    G[2:, 2:] = np.diag([1.0, 1.5, 2.0])
+    return G
+
+
+def _p3_mu(x, R):
+    return jnp.stack([jnp.ones_like(x[0]), jnp.zeros_like(x[0]), jnp.zeros_like(x[0]),
+                      -0.7 * jnp.ones_like(x[0]), jnp.sin(x[1])])[None, :]
+
+
+def _build_p3(p):
+    from ..systems.reduced import ReducedSystem
+    a = p["nu_amplitude"]
+    rhs = (lambda x, R: a * jnp.cos(x[:1])) if a != 0 else None
+    system = ReducedSystem(p3_metric(), _p3_mu, potential=lambda x: 0.5 * jnp.sum(x * x),
+                           constraint_rhs=rhs, trivialization="left",
+                           name="p3-reduced" if a == 0 else "p3-reduced-affine")
+    x0 = np.array([0.3, -0.5])
+    xi0 = np.array([0.4, 0.2, -0.3])
+    xdot0 = np.array([0.7 * xi0[1] - np.sin(x0[1]) * xi0[2] + a * np.cos(x0[0]), 0.6])
+    return Model(system.name, p, system, None, None, ("x1", "x2"), SOURCE_P3,
+                 invariants={"energy": system.energy} if a == 0 else {},
+                 invariant_args=("x", "xdot", "xi"), path_array="x",
+                 default_method="reduced-gni", default_h=0.01, default_t_final=4.0,
+                 notes="x ∈ R², left-trivialised ξ; constraint ẋ1 − 0.7ξ2 + sin(x2)ξ3 = a cos(x1) "
+                       "(linear for a = 0); V = ½|x|²; R0 = I (not given in the spec); ẋ0 = (from the "
+                       "constraint, 0.6).",
+                 initial_state={"x0": x0, "R0": np.eye(3), "xdot0": xdot0, "xi0": xi0})
+
+
+register(ModelSpec("p3-reduced", "GNI test problem P3: reduced system on R² × SO(3), coupled metric",
+                   (Parameter("nu_amplitude", 0.0, "a in the affine term ν̃ = a cos x1 (0: linear)"),),
+                   _build_p3, SOURCE_P3,
+                   "G̃ with x–g coupling, one constraint ẋ1 − 0.7ξ2 + sin(x2)ξ3 = a cos x1, V = ½|x|²."))
