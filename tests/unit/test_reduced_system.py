@@ -1,0 +1,291 @@
+"""ReducedSystem (R^n × SO(3), trivialised velocities) and the reduced GNI methods: the continuous
+equations, construction and input errors, the engine path, and exact properties of the schemes
+(R10 averaged-momentum constraint, R16 RATTLE (37) ≡ projector form (30), left vs right
+trivialization for a bi-invariant metric, start-up by the involution).
+
+Spec: shared/papers/gni-2015-new-developments.md §2.5–§2.11, §5.5 (P3), §6 (R10, R16), §7 errata 6–12.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dalembert as dl
+from dalembert.errors import ConstraintViolationError, ConvergenceError, InputError, SystemError_
+from dalembert.lie import so3
+from dalembert.methods.reduced_gni import sv_discrete_lagrangian
+from dalembert.models.test_problems import p3_metric
+from dalembert.systems.reduced import reference_solution
+
+
+def p3(a=0.0):
+    return dl.models.get("p3-reduced", nu_amplitude=a)
+
+
+def run(model_or_system, method, h, t_final, state=None, **opts):
+    system = getattr(model_or_system, "system", model_or_system)
+    state = state if state is not None else model_or_system.initial_state
+    return dl.integrate(system, method, h=h, t_final=t_final, **state, **opts)
+
+
+def rotation(seed=0):
+    w = np.random.default_rng(seed).normal(size=3)
+    return np.asarray(so3.exp(jnp.asarray(w)))
+
+
+# --- the continuous model -------------------------------------------------------------------------
+
+def test_constructor_infers_dimensions_and_exports():
+    s = p3().system
+    assert isinstance(s, dl.ReducedSystem)
+    assert (s.n, s.m, s.dim, s.trivialization) == (2, 1, 5, "left")
+    assert s.state_names == ("x0", "R0", "xdot0", "xi0")
+    assert not s.affine and p3(0.3).system.affine
+    # shape_dim from a constant constraint matrix when the metric is a callable
+    G = jnp.asarray(p3_metric())
+    s2 = dl.ReducedSystem(lambda x: G, np.array([1.0, 0, 0, 0, 0]))
+    assert (s2.n, s2.m) == (2, 1) and not s2.constant_metric
+
+
+def test_free_rigid_body_part_is_euler():
+    """Block-diagonal metric, constraint on x only: the group part is Euler's equations
+    𝕀ξ̇ = (𝕀ξ) × ξ (left) and 𝕀ξ̇ = ξ × (𝕀ξ) (right, spatial)."""
+    I = np.array([1.0, 2.0, 3.5])
+    G = np.diag(np.concatenate([[2.0, 1.0], I]))
+    xi = np.array([0.3, -0.7, 0.4])
+    for triv, sign in (("left", 1.0), ("right", -1.0)):
+        s = dl.ReducedSystem(G, [1.0, 0, 0, 0, 0], potential=lambda x: 0.5 * jnp.sum(x * x), trivialization=triv)
+        a = np.asarray(s.acceleration(jnp.array([0.1, 0.2]), jnp.eye(3), jnp.array([0.0, 0.5]), jnp.asarray(xi)))
+        np.testing.assert_allclose(a[2:], sign * np.cross(I * xi, xi) / I, atol=1e-14)
+        assert abs(a[0]) < 1e-14 and abs(a[1] + 0.2) < 1e-14   # ẍ1 = 0 (constrained), ẍ2 = −V_x2
+
+
+def test_multiplier_keeps_the_constraint_along_the_flow():
+    """d/dt(μ̃u − ν̃) = 0 along the index-1 vector field (x-, R-dependent and affine constraints)."""
+    A = jnp.asarray(np.random.default_rng(1).normal(size=(3,)))
+    s = dl.ReducedSystem(p3_metric(), lambda x, R: jnp.concatenate([jnp.array([1.0, jnp.sin(x[0])]),
+                                                                      linalg_mv(R, A)])[None, :],
+                         potential=lambda x: jnp.cos(x[0]) + x[1] ** 2,
+                         constraint_rhs=lambda x, R: jnp.array([0.3 * x[1] + R[0, 1]]))
+    x, R = jnp.array([0.2, -0.4]), jnp.asarray(rotation(2))
+    xd, xi = s.project(x, R, jnp.array([0.3, 0.1]), jnp.array([0.2, -0.5, 0.7]))
+    xdot, Rdot, xdd, xid = s.vector_field(x, R, xd, xi)
+    d = jax.jvp(lambda *a: s.constraint_residual(*a), (x, R, xd, xi), (xdot, Rdot, xdd, xid))[1]
+    assert np.max(np.abs(np.asarray(d))) < 1e-13
+    assert np.max(np.abs(np.asarray(s.constraint_residual(x, R, xd, xi)))) < 1e-14
+
+
+def linalg_mv(R, a):
+    return jnp.sum(R * a[None, :], axis=-1)
+
+
+def test_reference_conserves_energy_and_constraint_on_p3():
+    m = p3()
+    t = np.linspace(0.0, 4.0, 9)
+    r = reference_solution(m.system, *m.initial_state.values(), t)
+    E = [float(m.system.energy(x, xd, xi)) for x, xd, xi in zip(r["x"], r["xdot"], r["xi"])]
+    assert np.ptp(E) < 1e-11
+    res = [float(m.system.constraint_residual(x, R, xd, xi)[0]) for x, R, xd, xi in
+           zip(r["x"], r["R"], r["xdot"], r["xi"])]
+    assert np.max(np.abs(res)) < 1e-11
+    assert np.max([np.linalg.norm(np.eye(3) - R.T @ R) for R in r["R"]]) < 1e-11
+
+
+def bi_invariant_pair(R0):
+    """The same mechanical system written left (constraint in ω = Rξ) and right (constant in ω)."""
+    G = np.diag([2.0, 1.0, 0.7, 0.7, 0.7])
+
+    def V(x):
+        return 0.5 * jnp.sum(x * x) + 0.1 * x[0] ** 3
+
+    def mu_spatial(x):
+        return jnp.stack([jnp.array([1.0, 0.0, 0.0, -0.7, jnp.sin(x[1])]),
+                          jnp.array([0.0, 1.0, 0.4, 0.0, 0.2])])
+
+    def mu_left(x, R):
+        M = mu_spatial(x)
+        return jnp.concatenate([M[:, :2], jnp.sum(M[:, 2:, None] * R[None, :, :], axis=1)], axis=1)
+
+    nu = lambda x, R: jnp.array([0.2 * jnp.cos(x[0]), 0.0])  # noqa: E731
+    left = dl.ReducedSystem(G, mu_left, potential=V, constraint_rhs=nu, shape_dim=2, trivialization="left")
+    right = dl.ReducedSystem(G, lambda x, R: mu_spatial(x), potential=V, constraint_rhs=nu, shape_dim=2,
+                             trivialization="right")
+    x0 = np.array([0.3, -0.5])
+    omega0 = np.array([0.4, 0.2, -0.3])
+    xdot0 = np.array([0.7 * omega0[1] - np.sin(x0[1]) * omega0[2] + 0.2 * np.cos(x0[0]),
+                      -0.4 * omega0[0] - 0.2 * omega0[2]])
+    return left, right, (x0, R0, xdot0, R0.T @ omega0), (x0, R0, xdot0, omega0)
+
+
+def test_left_and_right_trivializations_agree_for_bi_invariant_metric():
+    R0 = rotation(3)
+    left, right, sl, sr = bi_invariant_pair(R0)
+    names = ("x0", "R0", "xdot0", "xi0")
+    for method in ("reduced-gni", "reduced-rattle"):
+        a = dl.integrate(left, method, h=0.05, t_final=3.0, **dict(zip(names, sl)))
+        b = dl.integrate(right, method, h=0.05, t_final=3.0, **dict(zip(names, sr)))
+        assert np.max(np.abs(a.x - b.x)) < 1e-12
+        assert np.max(np.abs(a.R - b.R)) < 1e-12
+        assert np.max(np.abs(a.omega - b.omega)) < 1e-12
+        assert np.max(np.abs(a.energy - b.energy)) < 1e-12
+    # the continuous references (Ṙ = Rξ̂ vs ξ̂R, ṁ = m×ξ vs ξ×m) agree as well
+    t = np.linspace(0, 3.0, 7)
+    ra, rb = reference_solution(left, *sl, t), reference_solution(right, *sr, t)
+    np.testing.assert_allclose(ra["x"], rb["x"], atol=1e-10)
+    np.testing.assert_allclose(ra["omega"], rb["omega"], atol=1e-10)
+    np.testing.assert_allclose(ra["R"], rb["R"], atol=1e-10)
+
+
+# --- construction and input errors ------------------------------------------------------------------
+
+def test_bad_systems():
+    G = p3_metric()
+    mu = np.array([1.0, 0, 0, -0.7, 0.3])
+    bad = G.copy()
+    bad[4, 4] = -1.0
+    with pytest.raises(SystemError_, match="positive definite"):
+        dl.ReducedSystem(bad, mu)
+    ns = G.copy()
+    ns[0, 1] = 0.5
+    with pytest.raises(SystemError_, match="not symmetric"):
+        dl.ReducedSystem(ns, mu)
+    with pytest.raises(SystemError_, match="metric"):
+        dl.ReducedSystem(lambda x: jnp.eye(4), mu)
+    with pytest.raises(SystemError_, match="constraint_matrix"):
+        dl.ReducedSystem(G, lambda x, R: jnp.ones((1, 4)))
+    with pytest.raises(SystemError_, match="constraint_matrix"):
+        dl.ReducedSystem(G, lambda x, R: undefined_name)  # noqa: F821
+    with pytest.raises(SystemError_, match="rank deficient"):
+        dl.ReducedSystem(G, np.stack([mu, 2 * mu]))
+    with pytest.raises(SystemError_, match="potential"):
+        dl.ReducedSystem(G, mu, potential=lambda x: x)
+    with pytest.raises(SystemError_, match="constraint_rhs"):
+        dl.ReducedSystem(G, mu, constraint_rhs=lambda x, R: jnp.zeros(2))
+    with pytest.raises(SystemError_, match="trivialization"):
+        dl.ReducedSystem(G, mu, trivialization="body")
+    with pytest.raises(SystemError_, match="shape_dim"):
+        dl.ReducedSystem(lambda x: jnp.asarray(G), lambda x, R: jnp.asarray(mu)[None])
+
+
+def test_bad_initial_states():
+    m = p3()
+    st = dict(m.initial_state)
+    R = st["R0"].copy()
+    R[0, 0] = 1.01
+    with pytest.raises(InputError, match="not a rotation"):
+        run(m, "reduced-gni", 0.1, 1.0, state=dict(st, R0=R))
+    with pytest.raises(InputError, match="R0"):
+        run(m, "reduced-gni", 0.1, 1.0, state=dict(st, R0=np.eye(2)))
+    with pytest.raises(ConstraintViolationError) as exc:
+        run(m, "reduced-gni", 0.1, 1.0, state=dict(st, xdot0=np.array([0.5, 0.6])))
+    assert abs(exc.value.residual[0] - (0.5 - st["xdot0"][0])) < 1e-14
+    tr = run(m, "reduced-gni", 0.1, 1.0, state=dict(st, xdot0=np.array([0.5, 0.6])), project=True)
+    assert np.max(np.abs(tr.constraint_residual)) < 1e-14
+    for h in (0.0, -0.1, np.nan):
+        with pytest.raises(InputError):
+            run(m, "reduced-gni", h, 1.0)
+    with pytest.raises(InputError, match="startup"):
+        run(m, "reduced-gni", 0.1, 1.0, startup="euler")
+    with pytest.raises(dl.UnknownNameError, match="retraction"):
+        run(m, "reduced-gni", 0.1, 1.0, retraction="quaternion")
+
+
+def test_methods_refuse_the_wrong_system():
+    m = p3()
+    G = jnp.asarray(p3_metric())
+    sx = dl.ReducedSystem(lambda x: G * (1.0 + 0.1 * x[0] ** 2), np.array([1.0, 0, 0, -0.7, 0.2]))
+    with pytest.raises(InputError, match="constant metric"):
+        dl.integrate(sx, "reduced-rattle", h=0.1, t_final=1.0, x0=np.zeros(2), R0=np.eye(3),
+                     xdot0=np.array([0.14, 0.0]), xi0=np.array([0.0, 0.2, 0.0]))
+    right = dl.ReducedSystem(p3_metric(), np.array([1.0, 0, 0, -0.7, 0.2]), trivialization="right")
+    with pytest.raises(InputError, match="left"):
+        dl.integrate(right, "lie-gni", h=0.1, t_final=1.0, x0=np.zeros(2), R0=np.eye(3),
+                     xdot0=np.array([0.14, 0.0]), xi0=np.array([0.0, 0.2, 0.0]))
+    p1 = dl.models.get("p1-linear")
+    with pytest.raises(InputError, match="ReducedSystem"):
+        dl.integrate(p1.system, "reduced-gni", h=0.1, t_final=1.0, q0=p1.q0, v0=p1.v0)
+    assert m.system is not None
+
+
+def test_newton_failure_at_huge_h_keeps_the_partial_trajectory():
+    m = p3()
+    with pytest.raises(ConvergenceError) as exc:
+        run(m, "reduced-gni", 10.0, 200.0)
+    e = exc.value
+    assert e.step >= 1 and e.time == e.step * 10.0
+    assert "step" in str(e) and e.trajectory is not None
+    assert len(e.trajectory.t) == e.step + 1 and np.all(np.isfinite(e.trajectory.x))
+
+
+# --- the engine path and exact properties of the schemes ------------------------------------------------
+
+def test_integrate_through_the_engine():
+    m = p3()
+    tr = run(m, "reduced-gni", 0.05, 1.0)
+    N = 21
+    assert tr.t.shape == (N,)
+    assert tr.x.shape == (N, 2) and tr.R.shape == (N, 3, 3) and tr.xi.shape == (N, 3)
+    assert tr.xdot.shape == (N, 2) and tr.omega.shape == (N, 3)
+    assert tr.energy.shape == (N,) and tr.constraint_residual.shape == (N, 1)
+    np.testing.assert_allclose(tr.x[0], m.initial_state["x0"])
+    np.testing.assert_allclose(tr.xi[0], m.initial_state["xi0"], atol=1e-15)   # Legendre start-up
+    np.testing.assert_allclose(tr.omega, np.einsum("kij,kj->ki", tr.R, tr.xi), atol=1e-15)
+    assert tr.metadata["method"] == "reduced-gni" and tr.metadata["traits"]["order"] == 2
+    assert tr.metadata["newton"]["max_iterations"] <= 6
+    assert "lie-gni" in dl.methods.available() and "reduced-rattle" in dl.methods.available()
+
+
+@pytest.mark.parametrize("a", [0.0, 0.3])
+@pytest.mark.parametrize("method", ["reduced-gni", "reduced-rattle"])
+def test_R10_averaged_momentum_constraint_exact(a, method):
+    tr = run(p3(a), method, 0.1, 8.0)
+    assert np.max(np.abs(tr.constraint_residual)) <= 1e-12
+    assert np.max(tr.orthogonality_defect) <= 1e-12
+
+
+@pytest.mark.parametrize("a", [0.0, 0.3])
+@pytest.mark.parametrize("startup", ["legendre", "consistent"])
+def test_R16_rattle_reproduces_projector_form(a, startup):
+    m = p3(a)
+    for h in (0.1, 0.025):
+        g = run(m, "reduced-gni", h, 4.0, startup=startup)
+        r = run(m, "reduced-rattle", h, 4.0, startup=startup)
+        for name in ("x", "R", "xdot", "xi"):
+            assert np.max(np.abs(getattr(g, name) - getattr(r, name))) <= 1e-12, (name, h)
+
+
+def test_user_discrete_lagrangian_matches_the_fast_path():
+    """The default l_d passed as a user callable (autodiff, Newton in (x_{k+1}, ξ_k)) gives the
+    closed-form fast path's trajectory; an x-dependent metric runs the general path."""
+    m = p3(0.3)
+    ld = sv_discrete_lagrangian(m.system)
+    a = run(m, "reduced-gni", 0.05, 2.0)
+    b = run(m, "reduced-gni", 0.05, 2.0, discrete_lagrangian=ld)
+    assert np.max(np.abs(a.x - b.x)) < 1e-12 and np.max(np.abs(a.R - b.R)) < 1e-12
+
+
+@pytest.mark.parametrize("startup", ["two-point", "second-point"])
+def test_startup_by_involution_reproduces_the_second_point(startup):
+    """The first step from FL⁺_0 = (P−Q)*(FL⁻_0 − 2μ̃ᵀC̃⁻¹ν̃) lands on the prescribed (x_1, ξ_0)."""
+    m = p3(0.3)
+    st = m.initial_state
+    h = 0.1
+    if startup == "two-point":
+        x1, xi0 = st["x0"] + h * st["xdot0"], st["xi0"]
+        opt = "two-point"
+    else:
+        x1, xi0 = st["x0"] + np.array([0.01, 0.07]), np.array([0.35, 0.25, -0.2])
+        opt = ("second-point", tuple(x1), tuple(xi0))
+    tr = run(m, "reduced-gni", h, 2 * h, startup=opt)
+    np.testing.assert_allclose(tr.x[1], x1, atol=1e-14)
+    np.testing.assert_allclose(tr.R[1], st["R0"] @ np.asarray(so3.cayley(jnp.asarray(h * np.asarray(xi0)))),
+                               atol=1e-14)
+    assert np.max(np.abs(tr.constraint_residual)) < 1e-13
+
+
+def test_lie_gni_is_reduced_gni_restricted_to_left():
+    m = p3(0.3)
+    a = run(m, "reduced-gni", 0.1, 2.0)
+    b = run(m, "lie-gni", 0.1, 2.0)
+    assert np.array_equal(a.x, b.x) and np.array_equal(a.R, b.R)
+    assert "no chart singularity" in " ".join(dl.methods.available()["lie-gni"].preserves)
