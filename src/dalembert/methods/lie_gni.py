@@ -63,8 +63,10 @@ class LieDiscreteLagrangian:
     """A left-invariant discrete Lagrangian on SO(3), built from the inertia.
 
     build : inertia (3, 3) -> dict with ``l_d(W, h)`` and optionally closed forms ``dR(W, h)``,
-        ``dL(W, h)`` (the trivialised derivatives, (3,)) and ``solve(mu, h)`` (W with
-        l_d'^R(W) = mu; returns (W, converged, iterations)).
+        ``dL(W, h)`` (the trivialised derivatives, (3,)) and, in the Cayley coordinate w of
+        W = cay(w) that the Newton solve uses, ``dR_cay(w, h)`` = l_d'^R(cay(w)) (3,), its Jacobian
+        ``dR_cay_jac(w, h)`` (3, 3) and ``dL_cay(w, h)`` = l_d'^L(cay(w)) (3,). Missing pieces are
+        taken by autodiff (correct, but several times slower inside the compiled step).
     """
 
     name: str
@@ -72,13 +74,26 @@ class LieDiscreteLagrangian:
 
 
 def _cayley_build(inertia):
+    """l_d(W) = (1/2h) wᵀ𝕀w, w = cay⁻¹(W). Closed forms (dcay⁻¹_w = I − ŵ/2 + wwᵀ/4, so3.dcay_inv):
+    l_d'^R(cay(w)) = (dcay⁻¹_w)ᵀ𝕀w/h = [𝕀w + ½ w × 𝕀w + ¼ (w·𝕀w) w]/h,
+    l_d'^L(cay(w)) = (dcay⁻¹_{−w})ᵀ𝕀w/h = [𝕀w − ½ w × 𝕀w + ¼ (w·𝕀w) w]/h (𝕀 symmetric)."""
     I = jnp.asarray(inertia, jnp.float64)
 
     def l_d(W, h):
         w = so3.cayley_inv(W)
         return 0.5 * jnp.sum(w * linalg.mv(I, w)) / h
 
-    return {"l_d": l_d}
+    def _moment(w, h, sign):
+        Iw = so3.matvec(I, w)
+        return (Iw + (0.5 * sign) * so3.cross(w, Iw) + 0.25 * jnp.sum(w * Iw) * w) / h
+
+    def dR_cay_jac(w, h):
+        Iw = so3.matvec(I, w)
+        return (I + 0.5 * (so3.matmul(so3.hat(w), I) - so3.hat(Iw))
+                + 0.25 * (jnp.sum(w * Iw) * jnp.eye(3) + 2.0 * so3.outer(w, Iw))) / h
+
+    return {"l_d": l_d, "dR_cay": lambda w, h: _moment(w, h, 1.0), "dR_cay_jac": dR_cay_jac,
+            "dL_cay": lambda w, h: _moment(w, h, -1.0)}
 
 
 def _mv_parts(Jd):
@@ -93,7 +108,16 @@ def _mv_parts(Jd):
     def dL(W, h):
         return so3.vee(so3.matmul(Jd, W) - so3.matmul(so3.transpose(W), Jd)) / h
 
-    return {"l_d": l_d, "dR": dR, "dL": dL}
+    def dR_cay_jac(w, h):
+        # d/dw vee(W J_d − J_d Wᵀ) = (tr(M) I − M) dcay_w with M = W J_d, W = cay(w)
+        # (vee(û M + Mᵀû) = (tr(M) I − M) u and d cay(w)[z] = hat(dcay_w z) cay(w))
+        M = so3.matmul(so3.cayley(w), Jd)
+        trM = M[0, 0] + M[1, 1] + M[2, 2]
+        return so3.matmul(trM * jnp.eye(3) - M, so3.dcay(w)) / h
+
+    return {"l_d": l_d, "dR": dR, "dL": dL,
+            "dR_cay": lambda w, h: dR(so3.cayley(w), h), "dR_cay_jac": dR_cay_jac,
+            "dL_cay": lambda w, h: dL(so3.cayley(w), h)}
 
 
 def _mv_build(inertia):
@@ -133,18 +157,32 @@ def _derivatives(parts):
     return parts.get("dR", dR), parts.get("dL", dL)
 
 
-def solve_right_momentum(dR, inertia, mu, h, rtol=RTOL, max_iter=MAX_ITER):
+def _cayley_coordinate_parts(parts):
+    """(dR_cay, dR_cay_jac or None, dL_cay) in the Cayley coordinate (see LieDiscreteLagrangian)."""
+    dR, dL = _derivatives(parts)
+    dR_cay = parts.get("dR_cay", lambda w, h: dR(so3.cayley(w), h))
+    dL_cay = parts.get("dL_cay", lambda w, h: dL(so3.cayley(w), h))
+    return dR_cay, parts.get("dR_cay_jac"), dL_cay
+
+
+def solve_right_momentum(dR, inertia, mu, h, rtol=RTOL, max_iter=MAX_ITER, *, in_cayley=False,
+                         jacobian=None, return_coordinate=False):
     """W ∈ SO(3) with l_d'^R(W) = μ by Newton on w, W = cay(w), from w = h𝕀⁻¹μ.
 
-    Returns (W (3, 3), converged, iterations).
+    dR : l_d'^R as a function of W (or of w with ``in_cayley=True``); jacobian : optional
+    w -> (3, 3) Jacobian of w ↦ l_d'^R(cay(w)) (default: forward-mode autodiff).
+    Returns (W (3, 3), converged, iterations), or (w (3,), converged, iterations) with
+    ``return_coordinate=True``.
     """
     Iinv = jnp.asarray(np.linalg.inv(np.asarray(inertia, float)))
 
     def F(w):
-        return dR(so3.cayley(w), h) - mu
+        return (dR(w, h) if in_cayley else dR(so3.cayley(w), h)) - mu
 
-    res = newton(F, h * linalg.mv(Iinv, mu), rtol=rtol, max_iter=max_iter)
-    return so3.cayley(res.x), res.converged, res.iterations
+    J = None if jacobian is None else (lambda w: jacobian(w, h))
+    res = newton(F, h * linalg.mv(Iinv, mu), jacobian=J, rtol=rtol, max_iter=max_iter)
+    x = res.x if return_coordinate else so3.cayley(res.x)
+    return x, res.converged, res.iterations
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,7 +201,7 @@ class LieGNI(Method):
         if startup not in ("consistent", "legendre"):
             raise InputError(f"unknown startup {startup!r}; choose from: consistent, legendre")
         parts = self.discrete_lagrangian.build(system.inertia)
-        dR, dL = _derivatives(parts)
+        dR_cay, dR_cay_jac, dL_cay = _cayley_coordinate_parts(parts)
         I = system.inertia
 
         def init(R0, omega0, h):
@@ -177,8 +215,9 @@ class LieGNI(Method):
         def step(state, h):
             R, mu = state
             mu_minus = system.reflect(R, mu)
-            W, conv, it = solve_right_momentum(dR, I, mu_minus, h, rtol, max_iter)
-            return LieGNIState(so3.matmul(R, W), dL(W, h)), StepInfo(conv, it)
+            w, conv, it = solve_right_momentum(dR_cay, I, mu_minus, h, rtol, max_iter, in_cayley=True,
+                                               jacobian=dR_cay_jac, return_coordinate=True)
+            return LieGNIState(so3.matmul(R, so3.cayley(w)), dL_cay(w, h)), StepInfo(conv, it)
 
         def observe(state, h):
             R, mu = state
