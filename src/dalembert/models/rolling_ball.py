@@ -401,9 +401,19 @@ def initial_state(params, x0, R0, xdot0, omega0) -> dict:
     return {"x0": x, "R0": R, "xdot0": xd, "xi0": R.T @ w}
 
 
-def fig1_initial_state() -> dict:
-    """PUB Fig 1/2 data: (x0, y0) = (1, 1), (ẋ0, ẏ0) = (1, 1), ω = (0, 2, 0), R0 = I."""
-    return initial_state(FIG1_PARAMS, FIG1_X0, np.eye(3), FIG1_XDOT0, FIG1_OMEGA0)
+def rolling_omega(params, x, xdot, omega3: float = 0.0):
+    """The spatial ω with given ω3 that satisfies (41) at (x, ẋ):
+    ω1 = (Θx − ẏ)/r, ω2 = (ẋ + Θy)/r.  (3,)"""
+    p = _params(params)
+    r, th = p["r"], p["theta"]
+    return np.array([(th * x[0] - xdot[1]) / r, (xdot[0] + th * x[1]) / r, float(omega3)])
+
+
+def fig1_initial_state(params=None) -> dict:
+    """PUB Fig 1/2 data: (x0, y0) = (1, 1), (ẋ0, ẏ0) = (1, 1), R0 = I, ω from (41) with ω3 = 0
+    — ω = (0, 2, 0) for the Fig 1 parameters (r = Θ = 1); other r, Θ give the consistent ω."""
+    p = FIG1_PARAMS if params is None else params
+    return initial_state(p, FIG1_X0, np.eye(3), FIG1_XDOT0, rolling_omega(p, FIG1_X0, FIG1_XDOT0))
 
 
 def fig3_initial_state(case: str = "left", ydot0: float = 0.75, theta: float | None = None):
@@ -538,7 +548,7 @@ def _build_ball(p):
     forms = {}
     if is_homogeneous(p):
         forms["reduced"] = homogeneous_reduced_system(p)
-    state = fig1_initial_state()
+    state = fig1_initial_state(p)
     hom = is_homogeneous(p)
 
     def exact(t, x0=None, R0=None, xdot0=None, omega0=None):
@@ -556,7 +566,8 @@ def _build_ball(p):
                  invariant_args=("xdot", "xi"), path_array="x", default_method="lie-gni",
                  default_h=0.01, default_t_final=10.0,
                  notes=("Left-trivialised ReducedSystem on R²×SO(3) (ξ = body Ω); default state: PUB Fig 1 "
-                        "((x0, y0) = (1, 1), (ẋ0, ẏ0) = (1, 1), ω = (0, 2, 0), R0 = I). "
+                        "((x0, y0) = (1, 1), (ẋ0, ẏ0) = (1, 1), R0 = I, ω = ((Θx0 − ẏ0)/r, (ẋ0 + Θy0)/r, 0) "
+                        "from (41): (0, 2, 0) for the Fig 1 parameters). "
                         f"Admissibility (I1+I2+I3)/(2mr²) = {ratio:.4g} (≤ 1 physical). "
                         + ("forms['reduced']: the right-trivialised homogeneous form of PUB §7.4.1 "
                            "(for reduced-gni)." if hom else "")),
