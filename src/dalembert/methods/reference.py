@@ -68,8 +68,21 @@ def reference_solution(system, q0, v0, t, *, rtol: float = 1e-13, atol: float = 
 class Reference(Method):
     """The index-1 ODE with DOP853 at rtol = atol = 1e-13 (ground truth for tests/experiments)."""
 
-    def solve(self, system, q0, v0, t, *, rtol: float = 1e-13, atol: float = 1e-13,
+    def solve(self, system, *state, rtol: float = 1e-13, atol: float = 1e-13,
               ode_method: str = "DOP853"):
-        """(q, v, info) at times t; see :func:`reference_solution`."""
+        """(q, v, info) at times t from ``solve(system, q0, v0, t)``; see :func:`reference_solution`.
+
+        Raises InputError for system kinds whose state is not (q, v) (e.g. a ReducedSystem: use
+        :func:`dalembert.systems.reduced.reference_solution`).
+        """
+        if len(state) != 3 or not hasattr(system, "acceleration") or \
+                tuple(getattr(system, "state_names", ("q0", "v0"))) != ("q0", "v0"):
+            from ..errors import InputError
+            names = ", ".join(getattr(system, "state_names", ()))
+            raise InputError(f"method 'reference' integrates (q, v) systems through dl.integrate; "
+                             f"{getattr(system, 'name', 'this system')} has state ({names}): use the "
+                             f"reference_solution function of its module (e.g. "
+                             f"dalembert.systems.reduced.reference_solution)")
+        q0, v0, t = state
         q, v, sol = reference_solution(system, q0, v0, t, rtol=rtol, atol=atol, method=ode_method)
         return q, v, {"nfev": int(sol.nfev), "rtol": rtol, "atol": atol, "ode_method": ode_method}
