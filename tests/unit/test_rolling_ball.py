@@ -68,6 +68,10 @@ def test_model_defaults_are_the_fig1_data_and_satisfy_the_rolling_constraint():
     assert "reduced" in m.forms and m.forms["reduced"].trivialization == "right"
     assert m.system.trivialization == "left"
     assert "reduced" not in dl.models.get("rolling-ball", I1=1.0, I2=0.5, I3=0.7, m=2.0).forms
+    # other r, Θ: the default state is made consistent with (41) (ω from the constraint)
+    m2 = dl.models.get("rolling-ball", theta=0.0, r=2.0, m=0.5)
+    x, R, xd, xi = m2.system.check_initial_state(**m2.initial_state)
+    np.testing.assert_allclose(R @ xi, [-0.5, 0.5, 0.0])
 
 
 def test_fig3_and_pre_initial_data():
