@@ -151,6 +151,10 @@ def test_lie_gni_ball_second_order_rotating_table():
     e = study(s, "lie-gni", st, t_final=5.0)
     for name in ("x", "R", "xi"):
         assert 1.9 <= slope(HS, e[name]) <= 2.1, (name, e[name])
+    # R10 for R-dependent affine constraints; R_k on SO(3)
+    tr = dl.integrate(s, "lie-gni", h=0.1, t_final=20.0, **st)
+    assert np.max(np.abs(tr.constraint_residual)) <= 1e-12
+    assert np.max(tr.orthogonality_defect) <= 1e-12
 
 
 def test_consistent_startup_keeps_the_energy_over_a_long_run():
