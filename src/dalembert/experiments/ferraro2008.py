@@ -97,6 +97,20 @@ SETUPS = {"A": (np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 0.0]), 0.1, 100.0
           "B": (np.array([0.0, -5.0, 0.0]), np.array([1.0, 1.0, -5.0]), 0.1, 10.0, 1.62e-2)}
 
 
+def particle_theorem2_residuals(q, h):
+    """Theorem 2 / Corollary 3 on Example 1 (spec §4, target T8) along nodes q (N+1, 3), L_d = h·L.
+
+    ξ̃1 = (1, 0, y): J1_k = (Δx_{k−1} + y_k Δz_{k−1})/h and J1_{k+1} − J1_k = (y_{k+1} − y_k) Δz_k/h;
+    ξ̃2 = (0, 1, 0) (a horizontal symmetry): J2_k = Δy_{k−1}/h is constant.
+    Returns (max |Thm 2 residual| / max |J1|, range of J2).
+    """
+    x, y, z = np.asarray(q, float).T
+    dx, dy, dz = np.diff(x), np.diff(y), np.diff(z)
+    J1 = (dx + y[1:] * dz) / h
+    res = (J1[1:] - J1[:-1]) - (y[2:] - y[1:-1]) * dz[1:] / h
+    return float(np.max(np.abs(res)) / np.max(np.abs(J1))), float(np.ptp(dy / h))
+
+
 def _particle_run(method, q0, v0, h, n):
     mdl = models.get("nonholonomic-particle")
     q1 = particle_exact(np.array([0.0, h]), q0, v0)[0][1]
@@ -106,7 +120,8 @@ def _particle_run(method, q0, v0, h, n):
 @experiment("ferraro2008-particle-energy", "Nonholonomic particle: energy of the GNI vs DLA (Figure 2)",
             PAPER, "E_k = ½|Δq_k/h|² (= H(q_k, p⁻_k)) of the reflection GNI is constant (Thm 1, target T6); "
             "DLA's is not (T7). Setups A and B of the spec (Figure 2's data are not in the paper), "
-            "q1 from the exact solution.")
+            "q1 from the exact solution. Along the GNI's nodes, Theorem 2's momentum equation for "
+            "ξ̃1 = (1, 0, y) and Corollary 3 for ξ̃2 = ∂y (T8).")
 def particle_energy(quick, out):
     checks, data = [], {}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -118,6 +133,8 @@ def particle_energy(quick, out):
             q, ok = _particle_run(meth, q0, v0, h, n)
             E = post_momentum_energy(mdl.system, q, h)
             res[meth] = E
+            if meth == GNI:
+                t8, t8_sym = particle_theorem2_residuals(q, h)
             ax.plot(h * np.arange(E.size), E, label=meth, lw=1)
         rg = np.ptp(res[GNI]) / res[GNI][0]
         rd = np.ptp(res["dla-midpoint"])
@@ -125,7 +142,12 @@ def particle_energy(quick, out):
         checks.append(check_above(f"setup {name}: DLA energy range (not conserved)", rd, 1e-5, "T7"))
         checks.append(check_range(f"setup {name}: DLA energy range vs the spec's {dla_range:.3g}", rd,
                                   0.9 * dla_range, 1.1 * dla_range, "T7 [D]", fmt="{:.3e}"))
-        data[name] = {"gni_E0": float(res[GNI][0]), "gni_rel_range": float(rg), "dla_range": float(rd)}
+        checks.append(check_below(f"setup {name}: GNI Theorem 2 residual for ξ̃1 = (1, 0, y), relative to max|J|",
+                                  t8, 1e-12, "T8 (Thm 2)"))
+        checks.append(check_below(f"setup {name}: GNI Cor. 3 for ξ̃2 = ∂y: range of Δy_k/h", t8_sym, 1e-12,
+                                  "T8 (Cor 3)"))
+        data[name] = {"gni_E0": float(res[GNI][0]), "gni_rel_range": float(rg), "dla_range": float(rd),
+                      "theorem2_rel_residual": float(t8), "cor3_range": float(t8_sym)}
         ax.set_title(f"setup {name}: q0 = {q0.tolist()}, v0 = {v0.tolist()}, h = {h}", fontsize=8)
         ax.set_xlabel("t")
         ax.set_ylabel("½|Δq_k/h|²")

@@ -78,11 +78,55 @@ def affine_reflection(system, q, p, factor=None):
     return p - 2.0 * linalg.vm(s, mu)
 
 
-def gni_observe(system, factor_fn):
-    """observe(state, h) for any scheme whose state is (q_k, p⁺_k, ...) (GNI and DLA)."""
+def complement_coefficients(system, complement):
+    """The reflection coefficients for a user-chosen complement of D (spec §2.1, "Choosing the
+    projector"; Theorem 2 holds for any complement, Theorem 1 and "constraints in average" only for
+    the metric-orthogonal one).
+
+    complement : callable q (n,) -> Z (n, m) whose columns span the complement W_q of D_q = ker μ(q)
+        (μ(q) Z(q) must be invertible). Then Q = Z(μZ)⁻¹μ projects onto W_q along D_q and
+        Q*p = μᵀ s with s = (μZ)⁻ᵀ Zᵀ p, so (P − Q)*p = p − 2μᵀs. With Z = G⁻¹μᵀ this is the default.
+
+    Returns coefficients(q, p, factor) -> (s (m,), μ (m, n)), the signature of
+    :func:`reflection_coefficients`. Linear constraints only (ν = 0).
+    """
+    def coefficients(q, p, factor):
+        mu = system.constraint_matrix(q)
+        Z = jnp.asarray(complement(q), jnp.float64)
+        return linalg.solve(linalg.mm(mu, Z).T, linalg.vm(p, Z)), mu
+    return coefficients
+
+
+def _check_complement(system, complement, q0):
+    from ..errors import InputError
+    if not callable(complement):
+        raise InputError(f"complement must be a callable q -> (n, m) matrix; got {type(complement).__name__}")
+    q0 = jnp.asarray(q0, jnp.float64)
+    if system.is_affine:
+        raise InputError("complement: a user-chosen complement is supported for linear constraints "
+                         "only (ν = 0)")
+    mu = np.asarray(system.constraint_matrix(q0))
+    Z = np.asarray(complement(q0), float)
+    if Z.shape != mu.shape[::-1]:
+        raise InputError(f"complement(q) must have shape (n, m) = {mu.shape[::-1]}; got {Z.shape}")
+    sv = np.linalg.svd(mu @ Z, compute_uv=False)
+    if not np.all(np.isfinite(sv)) or sv[-1] <= 1e-10 * max(1.0, sv[0]):
+        raise InputError("complement: μ(q0) Z(q0) is singular — the columns of Z do not span a "
+                         f"complement of D at q0 (singular values {np.array2string(sv, precision=3)})")
+
+
+def gni_observe(system, factor_fn, coefficients=None):
+    """observe(state, h) for any scheme whose state is (q_k, p⁺_k, ...) (GNI and DLA).
+
+    coefficients : optional (q, p, factor) -> (s, μ) of a non-default complement
+    (:func:`complement_coefficients`); then v_k = G⁻¹P*p⁺_k need not satisfy the constraint.
+    """
+    coeff = reflection_coefficients if coefficients is None else (
+        lambda system_, q, p, f: coefficients(q, p, f))
+
     def observe(state, h):
         f = factor_fn(state.q)
-        s, mu = reflection_coefficients(system, state.q, state.p, f)
+        s, mu = coeff(system, state.q, state.p, f)
         pbar = state.p - linalg.vm(s, mu)
         return Observation(state.q, f.solve(pbar), pbar, -(2.0 / h) * s)
     return observe
@@ -121,39 +165,53 @@ class GNI(Method):
     fast_path : use the explicit closed form when it applies (default True).
     rtol, max_iter : Newton tolerance and iteration limit.
     startup : "consistent" (default) or "legendre"; see :func:`startup_init`.
+    complement : None (default: the metric-orthogonal complement D⊥) or a callable
+        q -> Z (n, m) whose columns span another complement of D (linear constraints only); see
+        :func:`complement_coefficients`. Theorem 2 (momentum equation) still holds; energy
+        (Theorem 1), "constraints in average" and stability do not (spec T22). Raises InputError
+        when μ(q0)Z(q0) is singular or the shapes are wrong.
     """
 
     discrete_lagrangian: Any = None
 
     def build(self, system, q0, *, fast_path: bool = True, rtol: float = RTOL,
-              max_iter: int = MAX_ITER, startup: str = "consistent") -> Scheme:
+              max_iter: int = MAX_ITER, startup: str = "consistent", complement=None) -> Scheme:
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
         factor_fn = metric_factor_fn(system, q0)
         explicit = fast_path and a is not None and system.constant_metric(q0)
-        step = (_explicit_step(system, factor_fn, a) if explicit
-                else _newton_step(system, factor_fn, L_d, rtol, max_iter))
-        return Scheme(startup_init(system, startup), step, gni_observe(system, factor_fn))
+        if complement is None:
+            reflect, coeff = affine_reflection, None
+        else:
+            _check_complement(system, complement, q0)
+            coeff = complement_coefficients(system, complement)
+
+            def reflect(system_, q, p, f):
+                s, mu = coeff(q, p, f)
+                return p - 2.0 * linalg.vm(s, mu)
+        step = (_explicit_step(system, factor_fn, a, reflect) if explicit
+                else _newton_step(system, factor_fn, L_d, rtol, max_iter, reflect))
+        return Scheme(startup_init(system, startup), step, gni_observe(system, factor_fn, coeff))
 
 
-def _explicit_step(system, factor_fn, a):
+def _explicit_step(system, factor_fn, a, reflect=affine_reflection):
     def step(state, h):
         q, p, g = state
         f = factor_fn(q)
-        p_half = affine_reflection(system, q, p, f) - a * h * g
+        p_half = reflect(system, q, p, f) - a * h * g
         q1 = q + h * f.solve(p_half)
         g1 = system.grad_potential(q1)
         return GNIState(q1, p_half - (1.0 - a) * h * g1, g1), explicit_info()
     return step
 
 
-def _newton_step(system, factor_fn, L_d, rtol, max_iter):
+def _newton_step(system, factor_fn, L_d, rtol, max_iter, reflect=affine_reflection):
     D1 = jax.grad(L_d, argnums=0)
     D2 = jax.grad(L_d, argnums=1)
 
     def step(state, h):
         q, p, g = state
         f = factor_fn(q)
-        p_minus = affine_reflection(system, q, p, f)
+        p_minus = reflect(system, q, p, f)
         res = newton(lambda x: -D1(q, x, h) - p_minus, q + h * f.solve(p_minus),
                      rtol=rtol, max_iter=max_iter)
         return GNIState(res.x, D2(q, res.x, h), g), StepInfo(res.converged, res.iterations)
