@@ -291,3 +291,12 @@ def test_lie_gni_is_reduced_gni_restricted_to_left():
     b = run(m, "lie-gni", 0.1, 2.0)
     assert np.array_equal(a.x, b.x) and np.array_equal(a.R, b.R)
     assert "no chart singularity" in " ".join(dl.methods.available()["lie-gni"].preserves)
+
+
+@pytest.mark.parametrize("method", ["reduced-gni", "reduced-rattle"])
+def test_reported_multiplier_is_the_continuous_one(method):
+    """With the consistent start-up, lam_k ≈ λ(x_k, R_k, u_k) of the index-1 equations (O(h²))."""
+    m = p3(0.3)
+    tr = run(m, method, 0.01, 2.0, startup="consistent")
+    lam = np.asarray(jax.vmap(m.system.multiplier)(tr.x, tr.R, tr.xdot, tr.xi))
+    assert np.max(np.abs(tr.lam - lam)) < 1e-4 * np.max(np.abs(lam))

@@ -47,8 +47,9 @@ Start-up (build option ``startup``):
 
 Reported at the nodes (``observe``): x (n,), R (3, 3); xdot (n,), xi (3,) = G̃⁻¹p̄_k from the
 averaged momentum p̄_k = ½(FL⁺_k + FL⁻_k) = P*FL⁺_k + Q*Π, which satisfies μ̃u = ν̃ exactly (R10);
-momentum = p̄_k (n+3,); lam = −(2/h) C̃⁻¹(μ̃G̃⁻¹FL⁺_k − ν̃) (≈ the continuous multiplier, sign of
-the ReducedSystem equations).
+momentum = p̄_k (n+3,); lam = −(2/h) C̃⁻¹(μ̃G̃⁻¹FL⁺_k − ν̃) (the continuous multiplier to O(h²)
+with the consistent start-up, sign of the ReducedSystem equations; with the Legendre start-up it
+carries an O(1) period-2 component).
 
 ``lie-gni`` is the same scheme restricted to left trivialization (spec §2.11): the Lie-group GNI
 for systems whose constraints depend on R (the Chaplygin sphere on a rotating table).
