@@ -25,8 +25,8 @@ __all__ = [
     "UnknownNameError", "errors", "linalg", "__version__",
 ]
 from . import lie  # noqa: E402
-from .systems import EulerPoincareSuslovSystem  # noqa: E402
-__all__ += ["EulerPoincareSuslovSystem", "lie"]
+from .systems import EulerPoincareSuslovSystem, LeftInvariantSystem  # noqa: E402
+__all__ += ["EulerPoincareSuslovSystem", "LeftInvariantSystem", "lie"]
 __all__ += ["ensemble", "Ensemble"]
 from .systems import ReducedSystem  # noqa: E402
 __all__ += ["ReducedSystem"]

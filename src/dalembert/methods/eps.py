@@ -70,11 +70,21 @@ class EPSState(NamedTuple):
     lam: Any
 
 
-def _check_system(system, method_name):
+def _check_system(system, method_name, needs_quadratic=False):
     from ..systems.euler_poincare_suslov import EulerPoincareSuslovSystem
     if not isinstance(system, EulerPoincareSuslovSystem):
         raise InputError(f"method {method_name!r} integrates an EulerPoincareSuslovSystem; got "
                          f"{type(system).__name__}")
+    if needs_quadratic and not is_quadratic(system):
+        raise InputError(f"method {method_name!r} needs a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω "
+                         f"(its equations use the constant inertia 𝕀); system {system.name!r} has a "
+                         f"non-quadratic l. Use dreps-euler, dreps-rk4 or eps-variational")
+
+
+def is_quadratic(system):
+    """True if the system's reduced Lagrangian is ½ωᵀ𝕀ω (always, except for a non-quadratic
+    :class:`~dalembert.systems.euler_poincare_suslov.LeftInvariantSystem`)."""
+    return getattr(system, "quadratic", True)
 
 
 def _reconstruct(tau, reconstruction):
@@ -170,7 +180,7 @@ class EPSMidpoint(Method):
 
     def build(self, system, x0=None, *, retraction="cayley", reconstruction="left",
               multiplier="node", rtol=RTOL, max_iter=MAX_ITER) -> Scheme:
-        _check_system(system, self.name)
+        _check_system(system, self.name, needs_quadratic=True)
         tau = get_retraction(retraction)
         recon = _reconstruct(tau, reconstruction)
         if multiplier not in ("node", "discrete"):
@@ -233,7 +243,16 @@ class EPSVariational(Method):
             raise InputError(f"multiplier must be 'consistent' or 'paper59'; got {multiplier!r}")
         I, A = system._I, system._A
         AAt = A @ A.T
-        analytic = tau.name == "cayley" and system.symmetric
+        quadratic = is_quadratic(system)
+        analytic = tau.name == "cayley" and system.symmetric and quadratic
+        if quadratic:
+            dual = lambda w, h: dual_momentum(tau, I, w, h)                     # noqa: E731
+            prev = lambda w, h: -dual_momentum(tau, I, -w, h)                   # noqa: E731
+            dmom = lambda w1, w0: so3.matvec(I, w1 - w0)                        # noqa: E731
+        else:   # (P56) with ∇l: (dτ⁻¹_{±hω})ᵀ ∂l/∂ω(ω)
+            dual = lambda w, h: linalg.vm(system.momentum(w), tau.dtau_inv(h * w))    # noqa: E731
+            prev = lambda w, h: linalg.vm(system.momentum(w), tau.dtau_inv(-h * w))   # noqa: E731
+            dmom = lambda w1, w0: system.momentum(w1) - system.momentum(w0)         # noqa: E731
 
         def init(R0, omega0, h):
             R0 = jnp.asarray(R0, jnp.float64)
@@ -242,12 +261,12 @@ class EPSVariational(Method):
 
         def step(state, h):
             w0 = state.omega
-            rhs = -dual_momentum(tau, I, -w0, h)   # (dτ⁻¹_{−h ω_k})ᵀ 𝕀 ω_k
+            rhs = prev(w0, h)   # (dτ⁻¹_{−h ω_k})ᵀ ∂l/∂ω(ω_k)
 
             # unknowns (ω_{k+1}, hλ_{k+1})
             def F(x):
                 w1, hlam = x[:3], x[3:]
-                r1 = dual_momentum(tau, I, w1, h) - rhs - linalg.vm(hlam, A)
+                r1 = dual(w1, h) - rhs - linalg.vm(hlam, A)
                 return jnp.concatenate([r1, linalg.mv(A, w1)])
 
             if analytic:
@@ -263,7 +282,7 @@ class EPSVariational(Method):
             x, info = _solve_newton(F, Jac, guess, rtol, max_iter)
             w1, lam = x[:3], x[3:] / h
             if multiplier == "paper59":
-                lam = lam - linalg.solve(AAt, linalg.mv(A, so3.matvec(I, w1 - w0))) / h
+                lam = lam - linalg.solve(AAt, linalg.mv(A, dmom(w1, w0))) / h
             return EPSState(recon(state.R, w0, w1, h), w1, lam), info
 
         return Scheme(init, step, _observe)

@@ -237,6 +237,11 @@ def _as_lie_system(system, name):
     from ..systems.lie_nonholonomic import LieNonholonomicSystem
     if isinstance(system, LieNonholonomicSystem):
         return system
+    if isinstance(system, EulerPoincareSuslovSystem) and not getattr(system, "quadratic", True):
+        raise InputError(f"method {name!r} needs a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω (the "
+                         f"reflection uses the metric 𝕀 and l_d is built from it); system "
+                         f"{system.name!r} has a non-quadratic l. Use dreps-euler, dreps-rk4 or "
+                         f"eps-variational")
     if isinstance(system, EulerPoincareSuslovSystem) and system.symmetric:
         return _lie_view(system)
     raise InputError(f"method {name!r} integrates a LieNonholonomicSystem (or a symmetric "

@@ -210,3 +210,108 @@ class EulerPoincareSuslovSystem:
         d = self.diagnostics({"R": R, "omega": omega})
         d["lam"] = self.multiplier(omega)
         return d
+
+
+class LeftInvariantSystem(EulerPoincareSuslovSystem):
+    """A left-invariant nonholonomic system on SO(3) from a user's reduced Lagrangian l(ω).
+
+    The Euler–Poincaré–Suslov equations for any (regular) reduced Lagrangian and constant body
+    constraint covectors (Jiménez–Scheurle 2015 §1.2, (P17); suslov-2015 spec §1.2):
+
+        d/dt ∇l(ω) = ∇l(ω) × ω + Aᵀλ ,   A ω = 0 ,   Ṙ = R hat(ω),
+
+    i.e. 𝕀(ω) ω̇ = ∇l(ω) × ω + Aᵀλ with 𝕀(ω) = ∇²l(ω), λ(ω) = −C⁻¹A𝕀(ω)⁻¹(∇l × ω),
+    C = A𝕀(ω)⁻¹Aᵀ. Energy E(ω) = ⟨∇l(ω), ω⟩ − l(ω) is conserved. All derivatives by autodiff.
+
+    When l is quadratic (detected: ∇l(ω) = ∇²l(0) ω at random ω, relative 1e-12; or forced by
+    ``quadratic=``) the system *is* the :class:`EulerPoincareSuslovSystem` with 𝕀 = ∇²l(0) and every
+    SO(3) method runs on it through the same code (identical trajectories). For a non-quadratic l:
+    ``dreps-euler``, ``dreps-rk4`` and ``eps-variational`` (the discrete EPS equations (P56) with
+    ∇l, Jacobian by autodiff) run; ``eps-midpoint`` and the Lie-group GNI (``lie-gni-*``), whose
+    equations use the constant inertia 𝕀 (a metric), refuse it with an InputError.
+
+    Parameters
+    ----------
+    reduced_lagrangian : traceable callable ω (3,) -> scalar l(ω) (J); its Hessian must be
+        symmetric positive definite along the motion (at ω = 0 it is checked).
+    constraint_vectors : (3,) or (m, 3), m ∈ {1, 2}: the body covectors a^α (as for
+        EulerPoincareSuslovSystem).
+    name : label;  quadratic : None (detect) or bool.
+
+    Attributes
+    ----------
+    reduced_lagrangian, quadratic (bool), inertia = ∇²l(0) (3, 3), A (m, 3), projector (the
+    ∇²l(0)-orthogonal projector onto ker A: used only to remove round-off drift from ω).
+
+    Raises
+    ------
+    SystemError_ (as EulerPoincareSuslovSystem, for ∇²l(0) and A; or l not scalar/finite).
+    """
+
+    kind = "left-invariant"
+
+    def __init__(self, reduced_lagrangian, constraint_vectors, name: str = "left-invariant", *,
+                 quadratic: bool | None = None):
+        import jax
+
+        if not callable(reduced_lagrangian):
+            raise SystemError_(f"{name}: reduced_lagrangian must be a callable ω (3,) -> scalar")
+        l = reduced_lagrangian
+        try:
+            val = jnp.asarray(l(jnp.zeros(3)))
+            H0 = np.asarray(jax.hessian(l)(jnp.zeros(3)), dtype=float)
+        except Exception as exc:  # noqa: BLE001 — report the user's function failing, with its message
+            raise SystemError_(f"{name}: reduced_lagrangian could not be evaluated and differentiated "
+                               f"at ω = 0: {exc}") from exc
+        if val.shape != ():
+            raise SystemError_(f"{name}: reduced_lagrangian must return a scalar; got shape {val.shape}")
+        super().__init__(H0, constraint_vectors, name)
+        self.reduced_lagrangian = l
+        self._grad_l = jax.grad(l)
+        self._hess_l = jax.hessian(l)
+        if quadratic is None:
+            ws = jnp.asarray(np.random.default_rng(0).normal(size=(4, 3)))
+            g = np.asarray(jax.vmap(self._grad_l)(ws))
+            lin = np.asarray(ws) @ H0.T
+            quadratic = bool(np.max(np.abs(g - lin)) <= 1e-12 * max(1.0, float(np.max(np.abs(lin)))))
+        self.quadratic = bool(quadratic)
+
+    def __repr__(self):
+        return (f"<LeftInvariantSystem {self.name}: m = {self.m}, "
+                f"{'quadratic' if self.quadratic else 'non-quadratic'} l>")
+
+    # the quadratic case inherits the EulerPoincareSuslovSystem methods unchanged (same numbers)
+    def momentum(self, omega):
+        """∂l/∂ω, shape (3,)."""
+        return super().momentum(omega) if self.quadratic else self._grad_l(omega)
+
+    def energy(self, omega):
+        """E(ω) = ⟨∂l/∂ω, ω⟩ − l(ω) (= ½ωᵀ𝕀ω for a quadratic l)."""
+        if self.quadratic:
+            return super().energy(omega)
+        return jnp.sum(self._grad_l(omega) * omega) - self.reduced_lagrangian(omega)
+
+    def locked_inertia(self, omega):
+        """𝕀(ω) = ∇²l(ω), shape (3, 3)."""
+        return self._I if self.quadratic else self._hess_l(omega)
+
+    def multiplier(self, omega):
+        """λ(ω) = −C⁻¹A𝕀(ω)⁻¹(∇l × ω), C = A𝕀(ω)⁻¹Aᵀ; shape (m,)."""
+        if self.quadratic:
+            return super().multiplier(omega)
+        return self._split(omega)[1]
+
+    def omega_dot(self, omega):
+        """ω̇ = 𝕀(ω)⁻¹(∇l(ω) × ω + Aᵀλ(ω)), shape (3,)."""
+        if self.quadratic:
+            return super().omega_dot(omega)
+        return self._split(omega)[0]
+
+    def _split(self, omega):
+        from .. import linalg
+        Hl = self._hess_l(omega)
+        L = linalg.cholesky(Hl)
+        f = linalg.cho_solve(L, self.euler_term(omega))             # 𝕀(ω)⁻¹ (∇l × ω)
+        IAt = linalg.cho_solve(L, self._A.T)                        # 𝕀(ω)⁻¹ Aᵀ (3, m)
+        lam = -linalg.solve_spd(linalg.mm(self._A, IAt), linalg.mv(self._A, f))
+        return f + linalg.mv(IAt, lam), lam
