@@ -206,8 +206,9 @@ def _print_summary(s, outdir):
 
 @cli.command()
 @click.argument("model")
-@click.option("--methods", "methods_", default="nh-rattle,gni-euler-a,gni-euler-b",
-              show_default=True, help="Comma-separated method names.")
+@click.option("--methods", "methods_", default=None,
+              help="Comma-separated method names [default: nh-rattle,gni-euler-a,gni-euler-b for "
+                   "(q, v) models, else the model's default method].")
 @click.option("--h", "hs", default="0.1,0.05,0.025,0.0125", show_default=True, help="Comma-separated step sizes.")
 @click.option("--t-final", "t_final", type=float, default=None, help="Final time (default: the model's).")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Model parameter.")
@@ -220,6 +221,8 @@ def convergence(model, methods_, hs, t_final, params, out):
 
     spec = dl.models.spec(model)
     mdl = dl.models.get(spec.name, **_parse_params(params))
+    if methods_ is None:
+        methods_ = "nh-rattle,gni-euler-a,gni-euler-b" if mdl.q0 is not None else mdl.default_method
     names = [m.strip() for m in methods_.split(",") if m.strip()]
     for name in names:
         dl.methods.get(name)  # unknown names fail before any work
@@ -238,8 +241,8 @@ def convergence(model, methods_, hs, t_final, params, out):
     t.add_column("method")
     for h in res.hs:
         t.add_column(f"h={h:g}", justify="right")
-    t.add_column("order q", justify="right")
-    t.add_column("order v", justify="right")
+    t.add_column(f"order {res.labels[0]}", justify="right")
+    t.add_column(f"order {res.labels[1]}", justify="right")
     for name, e in res.errors_q.items():
         t.add_row(name, *[f"{x:.3e}" for x in e], f"{res.orders_q[name]:.2f}", f"{res.orders_v[name]:.2f}")
     con = _console()

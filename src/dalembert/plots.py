@@ -63,7 +63,8 @@ def run_figures(traj, model, out: Path) -> list[Path]:
 
 
 def convergence_figure(result, path: Path, title: str = "") -> Path:
-    """Log-log plot of final-time errors in q against h, one line per method, with its order."""
+    """Log-log plot of final-time errors in q (the first state array) against h, one line per
+    method, with its order."""
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for name, err in result.errors_q.items():
         ax.loglog(result.hs, err, "o-", label=f"{name} (order {result.orders_q[name]:.2f})")
@@ -73,7 +74,8 @@ def convergence_figure(result, path: Path, title: str = "") -> Path:
         ax.loglog(h, ref[0] * (h / h[0]) ** p, "k" + style, lw=0.8, alpha=0.6, label=f"slope {p}")
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("h")
-    ax.set_ylabel(f"max |q(T) − q_ref(T)|, T = {result.t_final:g}")
+    x = getattr(result, "labels", ("q", "v"))[0]
+    ax.set_ylabel(f"max |{x}(T) − {x}_ref(T)|, T = {result.t_final:g}")
     ax.set_title(title or f"{result.model}: convergence ({result.reference})", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
