@@ -95,6 +95,43 @@ def request_small_loop_kernels(environ=None) -> bool:
 #: Whether the small-loop option was requested at import (see :func:`request_small_loop_kernels`).
 SMALL_LOOP_KERNELS = request_small_loop_kernels()
 
+_YNN_OPTION = "--xla_cpu_experimental_ynn_fusion_type"
+
+
+def request_no_ynn_fusions(environ=None) -> bool:
+    """Add ``--xla_cpu_experimental_ynn_fusion_type=`` (empty: no YNNPACK fusions) to ``XLA_FLAGS``.
+
+    XLA:CPU 0.10 hands reductions and dots to YNNPACK as custom fusions. For the tiny reductions
+    of a time step under ``vmap`` (an ensemble) these cost far more than their arithmetic, and
+    they are custom calls, which keep a loop from being compiled into one kernel. Measured on the
+    chaotic-quartic almost-Poisson form (13 coordinates), B = 200 members: the Hessian of H
+    11 → 0.6 µs per member, a dg-gonzalez step 12.7 → 6.0 µs per member (docs/benchmarks.md,
+    issue 3). Results are the same up to the order of summation.
+
+    ``DALEMBERT_XLA_YNN``: ``1`` leaves ``XLA_FLAGS`` alone (YNNPACK fusions on); ``0`` sets the
+    option on any jaxlib; unset: only on the jaxlib versions in
+    :data:`SMALL_LOOP_JAXLIB_VERSIONS` (XLA aborts on an option it does not know). A value of
+    the option already in ``XLA_FLAGS`` is kept. Takes effect only before JAX's CPU backend
+    starts (dalembert calls it when it is imported).
+
+    Returns
+    -------
+    True if the option is in ``XLA_FLAGS`` after the call.
+    """
+    env = os.environ if environ is None else environ
+    mode = env.get("DALEMBERT_XLA_YNN", "").strip()
+    flags = env.get("XLA_FLAGS", "")
+    if _YNN_OPTION in flags:
+        return True
+    if mode == "1" or (mode != "0" and _jaxlib_version() not in SMALL_LOOP_JAXLIB_VERSIONS):
+        return False
+    env["XLA_FLAGS"] = (flags + " " if flags else "") + _YNN_OPTION + "="
+    return True
+
+
+#: Whether YNNPACK fusions were switched off at import (see :func:`request_no_ynn_fusions`).
+NO_YNN_FUSIONS = request_no_ynn_fusions()
+
 #: Target number of steps per compiled chunk.
 CHUNK_STEPS = 65536
 #: Smallest chunk (in saved nodes): short runs all share one compiled chunk.

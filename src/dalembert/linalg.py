@@ -12,9 +12,16 @@ inverse.
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax import lax
 
-#: Largest size for which solves are unrolled into elementwise arithmetic.
+#: Largest size for which solves and factorisations are unrolled into elementwise arithmetic.
 UNROLL_MAX = 10
+#: Largest size for which :func:`lu_solve` (forward and back substitution with a given factor) is
+#: unrolled. Substitution is cheap to unroll (n²/2 multiply-adds, one fusion): at n = 13 it took
+#: 0.23 µs against 0.68 µs for the two LAPACK triangular solves (0.26 against 0.64 µs per member
+#: under ``vmap``, B = 200), whereas the unrolled elimination of :func:`lu_factor` loses to LAPACK
+#: beyond :data:`UNROLL_MAX` (5.5 against 1.3 µs at n = 13; 19 against 1.3 under ``vmap``).
+SUBSTITUTION_UNROLL_MAX = 32
 
 
 def mv(A, x):
@@ -118,6 +125,67 @@ def solve(A, b):
         for k in range(i + 1, n):
             s = s - U[i, k] * x[k]
         x[i] = s / U[i, i]
+    X = jnp.stack(x)
+    return X[:, 0] if vec else X
+
+
+def lu_factor(A):
+    """LU factorisation with partial pivoting of a square A (n, n): P A = L U.
+
+    Returns (LU, perm): LU (n, n) holds U on and above the diagonal and the multipliers of the
+    unit lower-triangular L below it; perm (n,) int, row i of P A is row perm[i] of A. Unrolled
+    elimination for n ≤ :data:`UNROLL_MAX`, LAPACK (``lax.linalg.lu``) beyond. A singular A gives
+    non-finite entries in the solves (callers check finiteness). Use with :func:`lu_solve` when
+    one matrix is solved against several right-hand sides (e.g. simplified Newton).
+    """
+    n = A.shape[0]
+    if n > UNROLL_MAX:
+        lu, _, perm = lax.linalg.lu(A)
+        return lu, perm
+    M = A
+    rows = jnp.arange(n)
+    perm = rows
+    for k in range(n - 1):
+        col = jnp.where(rows >= k, jnp.abs(M[:, k]), -1.0)
+        p = jnp.argmax(col)
+        rk, rp = M[k], M[n - 1]
+        pk, pp = perm[k], perm[n - 1]
+        for i in range(n - 2, k - 1, -1):
+            rp = jnp.where(p == i, M[i], rp)
+            pp = jnp.where(p == i, perm[i], pp)
+        M = jnp.where((rows == k)[:, None], rp[None, :],
+                      jnp.where((rows == p)[:, None], rk[None, :], M))
+        perm = jnp.where(rows == k, pp, jnp.where(rows == p, pk, perm))
+        f = jnp.where(rows > k, M[:, k] / M[k, k], 0.0)
+        M = M - f[:, None] * jnp.where(rows > k, M[k], 0.0)[None, :]
+        M = jnp.where((rows > k)[:, None] & (rows == k)[None, :], f[:, None], M)
+    return M, perm
+
+
+def lu_solve(factor, b):
+    """Solve A x = b given ``factor = lu_factor(A)``.  b: (n,) or (n, k)."""
+    LU, perm = factor
+    n = LU.shape[0]
+    vec = b.ndim == 1
+    B = b[:, None] if vec else b
+    onehot = (perm[:, None] == jnp.arange(n)[None, :]).astype(B.dtype)
+    PB = jnp.sum(onehot[:, :, None] * B[None, :, :], axis=1)            # rows of B in order perm
+    if n > SUBSTITUTION_UNROLL_MAX:
+        Y = lax.linalg.triangular_solve(LU, PB, left_side=True, lower=True, unit_diagonal=True)
+        X = lax.linalg.triangular_solve(LU, Y, left_side=True, lower=False)
+        return X[:, 0] if vec else X
+    y = [None] * n
+    for i in range(n):
+        s = PB[i]
+        for k in range(i):
+            s = s - LU[i, k] * y[k]
+        y[i] = s
+    x = [None] * n
+    for i in reversed(range(n)):
+        s = y[i]
+        for k in range(i + 1, n):
+            s = s - LU[i, k] * x[k]
+        x[i] = s / LU[i, i]
     X = jnp.stack(x)
     return X[:, 0] if vec else X
 

@@ -158,3 +158,53 @@ def test_newton_is_jittable_and_vmappable():
     solve = jax.jit(jax.vmap(lambda c: newton(lambda x: x ** 2 - c, jnp.array([1.0])).x[0]))
     cs = jnp.array([2.0, 3.0, 5.0])
     assert np.max(np.abs(np.asarray(solve(cs)) - np.sqrt(np.asarray(cs)))) < 1e-14
+
+
+@pytest.mark.parametrize("n", [1, 3, linalg.UNROLL_MAX, linalg.UNROLL_MAX + 3,
+                               linalg.SUBSTITUTION_UNROLL_MAX + 2])
+def test_lu_factor_and_solve_match_numpy(n):
+    """One factorisation, several right-hand sides (vector and matrix), against LAPACK; P A = L U."""
+    A = RNG.normal(size=(n, n)) + n * np.eye(n) * 0.1
+    LU, perm = linalg.lu_factor(jnp.asarray(A))
+    LU, perm = np.asarray(LU), np.asarray(perm)
+    L = np.tril(LU, -1) + np.eye(n)
+    U = np.triu(LU)
+    assert sorted(perm.tolist()) == list(range(n))
+    assert np.max(np.abs(A[perm] - L @ U)) < 1e-12 * max(1.0, np.max(np.abs(A)))
+    assert np.all(np.abs(np.tril(L, -1)) <= 1.0 + 1e-15)            # partial pivoting
+    for rhs in (RNG.normal(size=n), RNG.normal(size=(n, 2))):
+        x = linalg.lu_solve((jnp.asarray(LU), jnp.asarray(perm)), jnp.asarray(rhs))
+        assert _rel(x, np.linalg.solve(A, rhs)) < 1e-10
+
+
+def test_lu_factor_pivots_on_zero_leading_entry():
+    """A zero first pivot (KKT-like matrix) is handled by the row exchange."""
+    n, m = 4, 2
+    G = _spd(n, RNG)
+    mu = RNG.normal(size=(m, n))
+    K = np.block([[np.zeros((m, m)), mu], [mu.T, G]])
+    rhs = RNG.normal(size=n + m)
+    x = linalg.lu_solve(linalg.lu_factor(jnp.asarray(K)), jnp.asarray(rhs))
+    assert _rel(x, np.linalg.solve(K, rhs)) < 1e-10
+
+
+def test_simplified_newton_same_root_linear_rate():
+    """Simplified (chord) Newton reaches the root of full Newton to the tolerance, with more
+    iterations (linear rate) from the same start."""
+    a = newton(_F2, jnp.array([1.3, 1.5]), simplified=True)
+    b = newton(_F2, jnp.array([1.3, 1.5]))
+    assert bool(a.converged) and bool(b.converged)
+    assert np.max(np.abs(np.asarray(a.x) - np.asarray(b.x))) < 1e-14
+    assert int(a.iterations) > int(b.iterations)
+    # the error contracts by a roughly constant factor per iteration (linear convergence)
+    root = np.asarray(b.x)
+    errs = [np.max(np.abs(np.asarray(newton(_F2, jnp.array([1.3, 1.5]), simplified=True,
+                                              max_iter=k, rtol=0.0).x) - root)) for k in range(1, 6)]
+    ratios = [errs[i + 1] / errs[i] for i in range(4) if errs[i + 1] > 1e-14]
+    assert len(ratios) >= 2 and all(r < 0.5 for r in ratios)
+    assert max(ratios) / min(ratios) < 10.0
+
+
+def test_simplified_newton_reports_failure_without_root():
+    res = newton(lambda x: x ** 2 + 1.0, jnp.array([0.5]), max_iter=25, simplified=True)
+    assert not bool(res.converged)

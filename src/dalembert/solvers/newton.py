@@ -5,6 +5,13 @@ Jit-able and vmap-able: the iteration is a ``lax.while_loop``; the Jacobian come
 :mod:`dalembert.linalg`. The result carries a convergence flag that the engine turns into a
 :class:`~dalembert.errors.ConvergenceError` naming the step (never a silent NaN).
 
+With ``simplified=True`` (simplified, or chord, Newton) the Jacobian is evaluated and factored
+once, at the initial guess, and reused by every iteration: the iteration then converges linearly,
+with a rate proportional to the distance of the guess from the root, to the same root (the test
+below bounds the last update, and the error is at most rate/(1 − rate) times it). For an implicit
+step with an O(h^p) predictor it trades one or two extra (cheap) iterations for all but one
+Jacobian and factorisation, which dominate the cost for a dozen or more unknowns.
+
 Convergence test (DESIGN.md, "Numerical conventions"): ``‖Δx‖∞ ≤ rtol · (1 + ‖x‖∞)`` with
 ``rtol = 1e-14`` by default, within ``max_iter`` iterations; a non-finite iterate stops the
 iteration as a failure.
@@ -43,6 +50,7 @@ def newton(
     jacobian: Callable | None = None,
     rtol: float = RTOL,
     max_iter: int = MAX_ITER,
+    simplified: bool = False,
 ) -> NewtonResult:
     """Solve F(x) = 0 by Newton's method.
 
@@ -53,6 +61,8 @@ def newton(
     jacobian : optional callable (d,) -> (d, d); default ``jax.jacfwd(F)``.
     rtol : tolerance of the test ``‖Δx‖∞ ≤ rtol (1 + ‖x‖∞)``.
     max_iter : iteration limit.
+    simplified : reuse the Jacobian at x0 (factored once, :func:`~dalembert.linalg.lu_factor`)
+        in every iteration (see module doc).
 
     Returns
     -------
@@ -60,9 +70,18 @@ def newton(
     """
     J = jacobian if jacobian is not None else jax.jacfwd(F)
 
+    if simplified:
+        factor = linalg.lu_factor(J(x0))
+
+        def update(x):
+            return linalg.lu_solve(factor, F(x))
+    else:
+        def update(x):
+            return linalg.solve(J(x), F(x))
+
     def body(carry):
         x, _, it, _ = carry
-        dx = linalg.solve(J(x), F(x))
+        dx = update(x)
         x_new = x - dx
         size = jnp.max(jnp.abs(x_new))
         err = jnp.max(jnp.abs(dx))
