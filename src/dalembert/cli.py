@@ -132,7 +132,12 @@ def list_cmd(as_json):
               help="Output directory (default runs/MODEL-METHOD).")
 @click.option("--project", is_flag=True, help="Project v0 onto the constraint space if it violates it.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG figures.")
-def run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots):
+@click.option("--animate", is_flag=True,
+              help="Also write an animation (contact path + orientation) for models with x and R, e.g. rolling-ball.")
+@click.option("--animation-format", type=click.Choice(["gif", "mp4"]), default="gif", show_default=True,
+              help="Animation file format (mp4 needs ffmpeg).")
+def run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots, animate,
+        animation_format):
     """Integrate a built-in MODEL; write trajectory.npz, summary.json and PNG plots."""
     import dalembert as dl
     from dalembert import plots
@@ -153,9 +158,22 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
     files = [traj.save(outdir / "trajectory.npz")]
     if not no_plots:
         files += plots.run_figures(traj, mdl, outdir)
+    if animate:
+        files.append(_animate(traj, mdl, outdir / f"animation.{animation_format}"))
     summary = _summary(traj, mdl, time.perf_counter() - t0, files)
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False))
     _print_summary(summary, outdir)
+
+
+def _animate(traj, mdl, path):
+    from dalembert.animation import animate_rolling_ball
+    from dalembert.errors import InputError
+    x, R = traj.extra.get("x"), traj.extra.get("R")
+    if x is None or R is None or x.shape[-1] != 2:
+        raise InputError(f"--animate needs a trajectory with a contact point x (N, 2) and an orientation R "
+                         f"(N, 3, 3), e.g. the rolling-ball model; {mdl.name} has none")
+    return animate_rolling_ball(x, R, path, t=traj.t, radius=float(mdl.params.get("r", 1.0)),
+                                title=f"{mdl.name} · {traj.metadata.get('method')}")
 
 
 def _summary(traj, mdl, total_wall, files) -> dict:

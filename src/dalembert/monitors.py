@@ -40,7 +40,7 @@ THRESHOLD = 1e-2
 #: the onset is where the relative amplitude last rose above THRESHOLD·ONSET_FRACTION
 ONSET_FRACTION = 0.1
 #: method families whose trajectories are checked after dl.integrate
-CHECKED_FAMILIES = ("gni", "lie-gni")
+CHECKED_FAMILIES = ("gni", "lie-gni", "reduced-gni")
 
 _HIGHPASS = np.array([1.0, -4.0, 6.0, -4.0, 1.0]) / 16.0
 

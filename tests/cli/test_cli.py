@@ -157,3 +157,27 @@ def test_run_a_model_whose_state_is_not_q_v(tmp_path, capsys):
     assert summary["max_relative_energy_error"] < 1e-13
     code, _, err = run_cli(["run", "suslov", "--init", "q0=1,2,3"], capsys)
     assert code == 2 and "valid: R0, omega0" in err
+
+
+def test_run_rolling_ball_with_animation(tmp_path, capsys):
+    """The rolling ball through the CLI: x, R, omega saved, the rolling constraint (41) in spatial ω
+    at round-off, and --animate writes a GIF whose frames show the run."""
+    from PIL import Image
+
+    from dalembert.models import rolling_ball as rb
+    out = tmp_path / "ball"
+    code, _, err = run_cli(["run", "rolling-ball", "--h", "0.05", "--t-final", "2", "--out", str(out),
+                            "--no-plots", "--animate"], capsys)
+    assert code == 0, err
+    traj = dl.load(out / "trajectory.npz")
+    assert traj.x.shape == (41, 2) and traj.R.shape == (41, 3, 3) and traj.omega.shape == (41, 3)
+    assert np.abs(rb.rolling_residual(rb.FIG1_PARAMS, traj.x, traj.R, traj.xdot, traj.omega)).max() < 1e-12
+    with Image.open(out / "animation.gif") as im:
+        assert im.n_frames == 41
+
+
+def test_animate_needs_a_ball_like_model(tmp_path, capsys):
+    code, _, err = run_cli(["run", "gearbox", "--t-final", "1", "--no-plots", "--animate",
+                            "--out", str(tmp_path / "g")], capsys)
+    assert code != 0 and len(err.strip().splitlines()) == 1
+    assert "--animate needs a trajectory with a contact point" in err

@@ -30,9 +30,10 @@ Fast path (constant metric, default l_d): the x-part of step 2 is linear,
 solve of (dτ⁻¹_{±hξ})ᵀ (b + S ξ) = target_g, S = G̃_gg − G̃_gx G̃_xx⁻¹ G̃_xg, b = G̃_gx G̃_xx⁻¹ a.
 
 Start-up (build option ``startup``):
-* ``"legendre"`` (default): FL⁺_0 = G̃ u_0. On a consistent state the first reflection is the
-  identity (spec §2.4, §8 (a)).
-* ``"consistent"``: FL⁺_0 = G̃ u_0 − (h/2) μ̃ᵀλ(x_0, R_0, u_0) (λ the continuous multiplier); it
+* ``"legendre"``: FL⁺_0 = G̃ u_0. On a consistent state the first reflection is the
+  identity (spec §2.4, §8 (a): the spec's "Legendre (consistent)" start-up).
+* ``"consistent"`` (default, as for :mod:`dalembert.methods.gni` and :mod:`dalembert.methods.lie_gni`):
+  FL⁺_0 = G̃ u_0 − (h/2) μ̃ᵀλ(x_0, R_0, u_0) (λ the continuous multiplier); it
   removes the O(h) period-2 component (in the constraint-force direction) that the Legendre
   start-up seeds. **Prefer it for long runs**: that period-2 ("parasitic") mode is not damped and
   can grow. Measured on P3 (h = 0.002, T = 200): Legendre — the sawtooth of λ grows from 0.8 to
@@ -260,7 +261,7 @@ class ReducedGNI(Method):
 
     require_left: bool = False
 
-    def build(self, system, x0=None, *, startup="legendre", retraction="cayley",
+    def build(self, system, x0=None, *, startup="consistent", retraction="cayley",
               discrete_lagrangian=None, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
         system = _as_reduced(system, self.name, self.require_left)
         mode, extra = _parse_startup(startup, system.n)

@@ -20,8 +20,8 @@ G̃_xx, G̃_xg, G̃_gg and the SV-type retracted discrete Lagrangian of §7.2. S
 
 It is the reduced GNI (30)/(38) with the SV-type l_d written in other variables, so it reproduces
 ``reduced-gni`` to round-off (spec R16). Start-up as in ``reduced-gni``: ``"legendre"`` (λ̃_0 = 0,
-p̃_0 = G̃u_0 x-part, M̃_0 = its g-part) or ``"consistent"`` (λ̃_0 = −λ(x_0, R_0, u_0), the continuous
-multiplier).
+p̃_0 = G̃u_0 x-part, M̃_0 = its g-part) or ``"consistent"`` (the default; λ̃_0 = −λ(x_0, R_0, u_0),
+the continuous multiplier).
 
 Reported at the nodes: x, R; xdot, xi = G̃⁻¹p̄_k with p̄_k = (p̃_k, M̃_k + (h/2)η(x_k)ᵀλ̃_k) (the
 averaged momentum: μ̃u = ν̃ exactly); momentum = p̄_k; lam = −λ̃_k (the continuous sign).
@@ -60,7 +60,7 @@ class ReducedRattle(Method):
     Raises InputError for a ReducedSystem whose metric depends on x.
     """
 
-    def build(self, system, x0=None, *, startup="legendre", retraction="cayley",
+    def build(self, system, x0=None, *, startup="consistent", retraction="cayley",
               rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
         system = _as_reduced(system, self.name, False)
         if not system.constant_metric:
