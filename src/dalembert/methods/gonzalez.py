@@ -18,6 +18,10 @@ p = G v.
   Remark 3.5 variant, ∂X/∂q^i ≈ [X(q̄ + h e_i) − X(q̄ − h e_i)]/(2h) in B (17) and in the base
   vector (18a) of the Gonzalez DG (order 2, energy and constraints still exact).
   Reported: q_k, p_k, v_k = G⁻¹p_k (which satisfies the constraint).
+
+Both solve their step by simplified Newton (the reverse-mode Jacobian at the predictor, factored
+once per step; :func:`~dalembert.solvers.newton.newton`), as the DG methods do: the Jacobian of
+these residuals (through the Householder basis for gonzalez-r) dominates the cost of a step.
 """
 from __future__ import annotations
 
@@ -73,7 +77,7 @@ class GonzalezF(Method):
 
             g0 = jax.grad(H)(z)
             u0 = jnp.concatenate([state.q + h * g0[n:], state.p - h * g0[:n], jnp.zeros(r)])
-            res = newton(F, u0, rtol=rtol, max_iter=max_iter)
+            res = newton(F, u0, jacobian=jax.jacrev(F), rtol=rtol, max_iter=max_iter, simplified=True)
             return MomentumState(res.x[:n], res.x[n:2 * n]), StepInfo(res.converged, res.iterations)
 
         return Scheme(momentum_init(system), step, momentum_observe(system.factor_metric))
@@ -128,7 +132,7 @@ class GonzalezR(Method):
                 return y - x - h * linalg.mv(f.poisson_matrix(0.5 * (x + y)), dg(x, y))
 
             y0 = x + h * linalg.mv(f.poisson_matrix(x), jax.grad(f.hamiltonian)(x))
-            res = newton(F, y0, rtol=rtol, max_iter=max_iter)
+            res = newton(F, y0, jacobian=jax.jacrev(F), rtol=rtol, max_iter=max_iter, simplified=True)
             q1, v1 = f.lift(res.x)
             ok = (res.converged & (f.frame(0.5 * (q + q1))[1] > DEGENERACY_TOL)
                   & (f.frame(q1)[1] > DEGENERACY_TOL))
