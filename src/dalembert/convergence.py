@@ -4,10 +4,11 @@ The error of a run is measured at the final time, in the max-norm, for q and for
 node velocity v (each method's documented choice, compared with v(t) of the exact or reference
 solution). The order is the least-squares slope of log(error) against log(h).
 
-Models whose state is not (q, v) (e.g. ``suslov``: R (3, 3), ω (3,)) are compared on their two
-state arrays, named after the model's ``initial_state`` without the trailing 0 (R0 → R,
-omega0 → omega), against the model's ``exact_solution`` (called with the initial state in order,
-returning the arrays in order) or its ``reference`` (returning a dict of arrays). The result's
+Models whose state is not (q, v) (e.g. ``suslov``: R (3, 3), ω (3,)) are compared on their first
+two state arrays, named after the model's ``initial_state`` without the trailing 0 (R0 → R,
+omega0 → omega), against the model's ``exact_solution`` or else its ``reference`` — whichever takes
+the initial state by its names (``fn(t, R0=..., omega0=...)``) and returns the arrays in the
+state's order or as a dict by array name; otherwise an InputError says so. The result's
 ``labels`` name the two arrays; ``errors_q``/``orders_q`` hold the first, ``errors_v``/``orders_v``
 the second.
 """
@@ -108,6 +109,19 @@ def _array_name(state_name: str) -> str:
     return state_name[:-1] if state_name.endswith("0") and len(state_name) > 1 else state_name
 
 
+def _takes_names(fn, names) -> bool:
+    """True if ``fn`` accepts every name in ``names`` as a keyword argument."""
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return True
+    return all(n in params and params[n].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                  inspect.Parameter.KEYWORD_ONLY) for n in names)
+
+
 def _convergence_state(model, method_names, hs, t_final, overrides, options) -> ConvergenceResult:
     """convergence() for a model whose state is not (q, v) (see the module docstring)."""
     from .errors import InputError
@@ -124,14 +138,17 @@ def _convergence_state(model, method_names, hs, t_final, overrides, options) -> 
     hs = np.asarray(sorted(hs, reverse=True), float)
     finals = sorted({round(step_count(h, T, 1) * h, 12) for h in hs})
     t_ref = np.array([0.0] + finals)
-    if model.exact_solution is not None:
-        sol = dict(zip([_array_name(k) for k in names], model.exact_solution(t_ref, *x0.values())))
-        reference = "exact solution"
-    elif model.reference is not None:
-        sol = model.reference(t_ref, **x0)
-        reference = "the model's reference solution"
-    else:
-        raise InputError(f"{model.name}: no exact or reference solution to compare with")
+    candidates = [(model.exact_solution, "exact solution"), (model.reference, "the model's reference solution")]
+    usable = [(f, label) for f, label in candidates if f is not None and _takes_names(f, names)]
+    if not usable:
+        raise InputError(
+            f"{model.name}: convergence needs an exact or reference solution that takes the initial "
+            f"state by its names ({', '.join(names)}); "
+            + ("this model has none" if all(f is None for f, _ in candidates)
+               else "this model's solution takes other arguments (not supported yet)"))
+    fn, reference = usable[0]
+    out = fn(t_ref, **x0)
+    sol = dict(out) if isinstance(out, dict) else dict(zip([_array_name(k) for k in names], out))
     missing = [a for a in arrays if a not in sol]
     if missing:
         raise InputError(f"{model.name}: the solution has no arrays {missing}")

@@ -114,10 +114,10 @@ def _build(p):
     system = EulerPoincareSuslovSystem(inertia, A, name="suslov", allow_nonsymmetric=printed)
     I_exact = INERTIA   # identical for a = e3 (E2)
 
-    def exact_solution(t, R0_=None, omega0=None):
+    def exact_solution(t, R0=None, omega0=None, _R0_default=R0):
         """(R (N, 3, 3), omega (N, 3)) at times t ≥ 0: ω in closed form (spec §1.6), R by
         DOP853 on Ṙ = R hat(ω_exact(t)) (no closed form exists)."""
-        R0v = R0 if R0_ is None else np.asarray(R0_, float)
+        R0v = _R0_default if R0 is None else np.asarray(R0, float)
         w0 = OMEGA0 if omega0 is None else np.asarray(omega0, float)
         omega = exact_omega(t, I_exact, w0)["omega"]
         R = reconstruct_reference(
