@@ -481,3 +481,77 @@ def lie_energy(quick, out):
         "grows, as on the sleigh (spec §7.1); data[...]['parasitic_mode_step'] is where the monitor fires. "
         "Non-invariant D: A(R) = c + R b with b = (1, 0.5, −0.3), c = (0.2, −0.4, 2) (body covector); "
         "right-invariant D: A(R) = Rᵀb. R0 = exp(hat(0.4, −0.3, 0.8)), ω0 = projection of (0.3, 1, −0.5).")
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 2 with a non-orthogonal complement (snakeboard, target T22)
+# ---------------------------------------------------------------------------------------------
+def snakeboard_theorem2_residual(params, q, h):
+    """Relative residual of the SE(2) momentum equation of Theorem 2 on the snakeboard (spec §4,
+    Example 2; L_d = h·L): for k = 1..N−1, |J_{k+1} − J_k − r_k| / max(|J_k|, |J_{k+1}|) with
+    J_k = [m a_k Δx_{k−1} + m b_k Δy_{k−1} + J' c_k Δθ_{k−1}]/h and
+    r_k = [m Δa_k Δx_k + m Δb_k Δy_k + J' Δc_k Δθ_k]/h. q: (N+1, 5). Returns (residuals (N−1,), J (N,))."""
+    from ..models.snakeboard import abc
+    m, Jp = params["m"], params["J"] + 2 * params["J1"]
+    a, b, c = abc(params, np.asarray(q).T)
+    dq = np.diff(q, axis=0)
+    J = (m * a[1:] * dq[:, 0] + m * b[1:] * dq[:, 1] + Jp * c[1:] * dq[:, 2]) / h
+    k = np.arange(1, q.shape[0] - 1)
+    rhs = (m * (a[k + 1] - a[k]) * dq[k, 0] + m * (b[k + 1] - b[k]) * dq[k, 1]
+           + Jp * (c[k + 1] - c[k]) * dq[k, 2]) / h
+    return np.abs(J[k] - J[k - 1] - rhs) / np.maximum(np.abs(J[k]), np.abs(J[k - 1])), J
+
+
+@experiment("ferraro2008-theorem2-complement", "Theorem 2 with a non-orthogonal complement (snakeboard)",
+            PAPER, "The GNI with the projector onto a random constant complement of D (option complement=) "
+                   "instead of the metric-orthogonal D⊥: Theorem 2's SE(2) momentum equation still holds to "
+                   "round-off, but the energy is not kept (T22, [D]); the default complement keeps both.")
+def theorem2_complement(quick, out):
+    import warnings
+
+    from ..engine import integrate
+    mdl = models.get("snakeboard")
+    P = mdl.params
+    M = np.diag([P["m"], P["m"], P["J"] + 2 * P["J1"], P["J0"], 2 * P["J1"]])
+    h, n = 0.05, 200
+    Z = jnp.asarray(np.random.default_rng(22).normal(size=(5, 2)))
+    checks, data, curves = [], {}, {}
+    for label, comp in (("metric-orthogonal (default)", None), ("random complement", lambda q: Z)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tr = integrate(mdl.system, GNI_SNAKE, q0=mdl.q0, v0=mdl.v0, h=h, t_final=n * h,
+                           progress=False, complement=comp)
+        q = np.asarray(tr.q)
+        res, J = snakeboard_theorem2_residual(P, q, h)
+        dq = np.diff(q, axis=0) / h
+        E = 0.5 * np.einsum("ki,ij,kj->k", dq, M, dq)
+        curves[label] = (res, E / E[0])
+        data[label] = {"theorem2_max_rel_residual": float(np.max(res)), "max_abs_J": float(np.max(np.abs(J))),
+                       "energy_ratio_max": float(np.max(E) / E[0]), "energy_ratio_k50": float(E[50] / E[0]),
+                       "energy_rel_range": float(np.ptp(E) / E[0])}
+        checks.append(check_below(f"{label}: Theorem 2 relative residual over {n} steps", float(np.max(res)),
+                                  1e-12, "T22 (Thm 2)" if comp is not None else "T11 (Thm 2)"))
+        if comp is None:
+            checks.append(check_below(f"{label}: energy ½Δqᵀ𝕀Δq/h² relative range", float(np.ptp(E) / E[0]),
+                                      1e-12, "T10 (Thm 1)"))
+        else:
+            checks.append(check_above(f"{label}: energy max E_k/E_0 (not kept)", float(np.max(E) / E[0]), 10.0,
+                                      "T22 [D]"))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for label, (res, ratio) in curves.items():
+        axes[0].semilogy(np.arange(1, res.size + 1), res + 1e-18, lw=1, label=label)
+        axes[1].semilogy(ratio, lw=1, label=label)
+    axes[0].set_xlabel("k")
+    axes[0].set_ylabel("Theorem 2 relative residual")
+    axes[1].set_xlabel("k")
+    axes[1].set_ylabel("E_k / E_0,  E_k = ½Δq_kᵀ𝕀Δq_k/h²")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.suptitle(f"snakeboard, nh-rattle (midpoint L_d, V = 0), h = {h}", fontsize=9)
+    return checks, [_save(fig, out / "theorem2_complement.png")], data, (
+        "The complement is spanned by the columns of a fixed random (5, 2) matrix Z (seed 22); the projector "
+        "Q = Z(μZ)⁻¹μ is then not 𝕀-orthogonal, the reflection (P − Q)* is not an isometry and the scheme "
+        "is not stable (spec §2.1, 'Choosing the projector').")
+
+
+GNI_SNAKE = "nh-rattle"   # V = 0, constant metric: the explicit form of the paper's scheme (T10)
