@@ -181,3 +181,14 @@ def test_animate_needs_a_ball_like_model(tmp_path, capsys):
                             "--out", str(tmp_path / "g")], capsys)
     assert code != 0 and len(err.strip().splitlines()) == 1
     assert "--animate needs a trajectory with a contact point" in err
+
+
+def test_convergence_of_the_rolling_ball_against_its_reference(tmp_path, capsys):
+    """`dalembert convergence` on a shape × group model: x and R against the §4.1 reference."""
+    out = tmp_path / "conv"
+    code, _, err = run_cli(["convergence", "rolling-ball", "--methods", "lie-gni", "--h", "0.04,0.02,0.01",
+                            "--t-final", "2", "--param", "I1=1", "--param", "I2=0.5", "--param", "I3=0.7",
+                            "--out", str(out)], capsys)
+    assert code == 0, err
+    data = json.loads((out / "convergence.json").read_text())
+    assert 1.8 <= data["orders_q"]["lie-gni"] <= 2.3

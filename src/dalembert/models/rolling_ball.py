@@ -551,14 +551,16 @@ def _build_ball(p):
     state = fig1_initial_state(p)
     hom = is_homogeneous(p)
 
-    def exact(t, x0=None, R0=None, xdot0=None, omega0=None):
-        """Homogeneous ball only: dict x, R, xdot, omega (spatial), xi, energy at times t."""
-        s = _defaults(state, x0, R0, xdot0, omega0)
+    def exact(t, x0=None, R0=None, xdot0=None, omega0=None, xi0=None):
+        """Homogeneous ball only: dict x, R, xdot, omega (spatial), xi, energy at times t. The
+        initial angular velocity is ``omega0`` (spatial) or ``xi0`` (body, the system's state)."""
+        s = _defaults(state, x0, R0, xdot0, omega0, xi0)
         return exact_solution(p, *s, t)
 
-    def reference(t, x0=None, R0=None, xdot0=None, omega0=None):
-        """§4.1 reference (DOP853, 1e-13): dict x, R, xdot, omega (spatial), xi, energy."""
-        s = _defaults(state, x0, R0, xdot0, omega0)
+    def reference(t, x0=None, R0=None, xdot0=None, omega0=None, xi0=None):
+        """§4.1 reference (DOP853, 1e-13): dict x, R, xdot, omega (spatial), xi, energy; initial
+        angular velocity ``omega0`` (spatial) or ``xi0`` (body)."""
+        s = _defaults(state, x0, R0, xdot0, omega0, xi0)
         return reference_solution(p, *s, t)
 
     return Model("rolling-ball", p, system, None, None, ("x", "y"), SOURCE,
@@ -574,9 +576,12 @@ def _build_ball(p):
                  initial_state=dict(state), forms=forms, reference=reference)
 
 
-def _defaults(state, x0, R0, xdot0, omega0):
+def _defaults(state, x0, R0, xdot0, omega0, xi0=None):
     R = state["R0"] if R0 is None else np.asarray(R0, float)
-    w = R @ state["xi0"] if omega0 is None else np.asarray(omega0, float)
+    if omega0 is not None and xi0 is not None:
+        raise InputError("give the initial angular velocity as omega0 (spatial) or xi0 (body), not both")
+    xi = state["xi0"] if xi0 is None else np.asarray(xi0, float)
+    w = R @ xi if omega0 is None else np.asarray(omega0, float)
     return (state["x0"] if x0 is None else x0, R, state["xdot0"] if xdot0 is None else xdot0, w)
 
 
