@@ -28,26 +28,7 @@ import math
 
 import numpy as np
 
-#: Newton tolerance and iteration limit (as :mod:`dalembert.solvers.newton`).
-RTOL = 1e-14
-MAX_ITER = 40
-
-
-class NumpyLoopError(RuntimeError):
-    """A Newton solve did not converge or a state became non-finite."""
-
-
-def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-def _hat(w):
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-
-
-def _cayley(w):
-    W = _hat(w)
-    return np.eye(3) + (W + 0.5 * (W @ W)) / (1.0 + 0.25 * (w @ w))
+from .numpy_lie import MAX_ITER, RTOL, NumpyLoopError, _cayley, _cross, _hat, _newton  # noqa: F401
 
 
 def lie_gni(inertia, m, r, theta, x0, R0, xdot0, Omega0, h, n_steps, *, rtol=RTOL, max_iter=MAX_ITER):
@@ -87,21 +68,16 @@ def lie_gni(inertia, m, r, theta, x0, R0, xdot0, Omega0, h, n_steps, *, rtol=RTO
         tgt = p - 2.0 * (s @ mu)
         x_new = x + h * tgt[:2] / m
         b = tgt[2:]
-        w = b / I
-        for it in range(max_iter):
+
+        def F(w):
             Iw = I * w
-            F = Iw + hh * _cross(w, Iw) + h2 * (w @ Iw) * w - b
-            J = Im + hh * (_hat(w) @ Im - _hat(Iw)) + h2 * (2.0 * np.outer(w, Iw) + (w @ Iw) * np.eye(3))
-            dw = np.linalg.solve(J, F)
-            w = w - dw
-            err, size = np.abs(dw).max(), np.abs(w).max()
-            if not (math.isfinite(err) and math.isfinite(size)):
-                raise NumpyLoopError(f"step {k}: Newton produced non-finite values")
-            if err <= rtol * (1.0 + size):
-                break
-        else:
-            raise NumpyLoopError(f"step {k}: Newton did not converge in {max_iter} iterations")
-        its[k] = it + 1
+            return Iw + hh * _cross(w, Iw) + h2 * (w @ Iw) * w - b
+
+        def J(w):
+            Iw = I * w
+            return Im + hh * (_hat(w) @ Im - _hat(Iw)) + h2 * (2.0 * np.outer(w, Iw) + (w @ Iw) * np.eye(3))
+
+        w, its[k] = _newton(F, J, b / I, rtol, max_iter, k)
         Iw = I * w
         p = np.concatenate([m * (x_new - x) / h, Iw - hh * _cross(w, Iw) + h2 * (w @ Iw) * w])
         R = R @ _cayley(h * w)
@@ -179,27 +155,21 @@ def exp_chart(inertia, m, r, theta, x0, R0, xdot0, Omega0, h, n_steps, *, recent
         C = mu @ Ginv_muT
         s = np.linalg.solve(C, Ginv_muT.T @ p - nu)
         pm = p - 2.0 * (s @ mu)
-        v = np.linalg.solve(G, pm)
-        J = G.copy()
-        for it in range(max_iter):
+        def F(v):                       # G v − h ∂L/∂q(q_k, v) − p⁻
             vr = v[2:]
-            Av = A @ vr
-            IAv = Im @ Av
-            dAv = [dA[j] @ vr for j in range(3)]
-            g = np.array([IAv @ dAv[j] for j in range(3)])
-            F = G @ v - pm
-            F[2:] -= h * g
-            J[2:, 2:] = G[2:, 2:] - h * np.array([IAv @ dA[j] + (Im @ dAv[j]) @ A for j in range(3)])
-            dv = np.linalg.solve(J, F)
-            v = v - dv
-            err, size = np.abs(dv).max(), np.abs(v).max()
-            if not (math.isfinite(err) and math.isfinite(size)):
-                raise NumpyLoopError(f"step {k}: Newton produced non-finite values")
-            if err <= rtol * (1.0 + size):
-                break
-        else:
-            raise NumpyLoopError(f"step {k}: Newton did not converge in {max_iter} iterations")
-        its[k] = it + 1
+            IAv = Im @ (A @ vr)
+            out = G @ v - pm
+            out[2:] -= h * np.array([IAv @ (dA[j] @ vr) for j in range(3)])
+            return out
+
+        def J(v):                       # G − h ∂²L/∂q∂v
+            vr = v[2:]
+            IAv = Im @ (A @ vr)
+            Jm = G.copy()
+            Jm[2:, 2:] -= h * np.array([IAv @ dA[j] + (Im @ (dA[j] @ vr)) @ A for j in range(3)])
+            return Jm
+
+        v, its[k] = _newton(F, J, np.linalg.solve(G, pm), rtol, max_iter, k)
         p = G @ v
         q = q + h * v
         th = math.sqrt(q[2:] @ q[2:])

@@ -199,6 +199,25 @@ def circle_fit(x):
     return centre, float(np.sqrt(centre @ centre - d))
 
 
+def _error_panels(hs, err, orders_text, title, guides, path):
+    """Three log-log panels (position, angular velocity, energy) of err[start-up][key] against h,
+    with slope guides (powers in ``guides``) through the first start-up's largest-h error."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    first = next(iter(err))
+    for ax, key, lab in zip(axes, ("x", "omega", "energy"), ("position", "angular velocity ω", "energy")):
+        for s, style in zip(err, ("o-", "s--")):
+            ax.loglog(hs, err[s][key], style, ms=3, label=f"{s} ({orders_text[s]})")
+        e0 = err[first][key][0]
+        for pw, ls in zip(guides, (":", "-.")):
+            ax.loglog(hs, e0 * (hs / hs[0]) ** pw, "k" + ls, lw=0.8, label=f"slope {pw}")
+        ax.set_xlabel("h")
+        ax.set_title(title.format(lab), fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.legend(fontsize=6)
+    return _save(fig, path)
+
+
 def _exact_second_point(model, h):
     """('second-point', x(h), ω(h/2)) from the homogeneous exact solution (right trivialisation:
     ξ is the spatial ω)."""
@@ -239,18 +258,9 @@ def ball_fig1(quick, out):
         check_range("exact second point: node ω order", slopes["exact second point"]["omega"], 1.8, 2.2, "T12"),
         check_range("exact second point: energy order", slopes["exact second point"]["energy"], 1.8, 2.2, "T12"),
     ]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, key, lab in zip(axes, ("x", "omega", "energy"), ("position (x, y)", "angular velocity ω", "energy")):
-        for s, style in zip(starts, ("o-", "s--")):
-            ax.loglog(hs, err[s][key], style, ms=4, label=f"{s} (order {slopes[s][key]:.2f})")
-        ref = err["exact second point"][key][0]
-        ax.loglog(hs, ref * (hs / hs[0]) ** 2, "k:", lw=0.8, label="slope 2")
-        ax.set_xlabel("h")
-        ax.set_title(f"max error in {lab}, t ∈ [0, 10]", fontsize=9)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.legend(fontsize=7)
-    figs = [_save(fig, out / "fig1_errors.png")]
+    figs = [_error_panels(hs, err, {s: f"order {o['x']:.2f} / {o['omega']:.2f} / {o['energy']:.2f}"
+                                    for s, o in slopes.items()},
+                          "max error in {}, t ∈ [0, 10]", (2,), out / "fig1_errors.png")]
     data = {"h": hs.tolist(), "errors": err, "orders": slopes}
     notes = ("The dashed comparison method of the paper's Fig 1 (ref. [28]) is not specified and is not "
              "reproduced. Node ω and energy come from the averaged momentum p̄_k = P*FL⁺_k + Q*Π "
@@ -514,19 +524,9 @@ def pre_convergence(quick, out):
         check_range("exact second point: ω order", slopes["exact second point"]["omega"], 1.8, 2.2, "R15"),
         check_range("exact second point: energy order", slopes["exact second point"]["energy"], 1.8, 2.2, "R15"),
     ]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, key, lab in zip(axes, ("x", "omega", "energy"), ("position", "angular velocity", "energy")):
-        for s, style in zip(err, ("o-", "s--")):
-            ax.loglog(hs, err[s][key], style, ms=3, label=f"{s} (order {slopes_small[s][key]:.2f}, h ≤ 0.015)")
-        e0 = err["two-point"][key][0]
-        ax.loglog(hs, e0 * (hs / hs[0]), "k:", lw=0.8, label="slope 1")
-        ax.loglog(hs, e0 * (hs / hs[0]) ** 2, "k-.", lw=0.8, label="slope 2")
-        ax.set_xlabel("h")
-        ax.set_title(f"error in {lab} at t = 15", fontsize=9)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.legend(fontsize=7)
-    figs = [_save(fig, out / "pre_convergence.png")]
+    figs = [_error_panels(hs, err, {s: f"order {o['x']:.2f} / {o['omega']:.2f} / {o['energy']:.2f}, h ≤ 0.015"
+                                    for s, o in slopes_small.items()},
+                          "error in {} at t = 15", (1, 2), out / "pre_convergence.png")]
     data = {"h": hs.tolist(), "errors": err, "orders": slopes, "orders_h_ge_1.5e-3": slopes_big,
             "orders_h_le_0.015": slopes_small,
             "reference_T15": {"x": mdl.reference(np.array([0.0, T]))["x"][-1].tolist()}, "initial_energy":
