@@ -605,9 +605,71 @@ def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves,
     return entry[2], entry[3]
 
 
+def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_every, chunk_saves, keep):
+    """As :func:`_compiled_ensemble`, for a system factory vmapped over a parameter pytree: each
+    member builds its system and scheme from its own (traced) parameters."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    key = ("param-ensemble", id(factory), id(method), tuple(sorted(options.items())), save_every,
+           chunk_saves, tuple(x.shape for x in x0s), keep, treedef,
+           tuple((a.shape, str(a.dtype)) for a in leaves))
+    entry = _COMPILED.get(key)
+    if entry is None:
+        x0_one = x0s[0][0]
+
+        def scheme_of(p):
+            # what does not depend on the traced parameters (constant arrays of the system, a
+            # method's once-per-build factorisations) is evaluated now, concretely, as in the
+            # one-system case
+            with jax.ensure_compile_time_eval():
+                system = factory(p)
+                return system, _build(system, method, x0_one, options)
+
+        def start(p, x0s, h):
+            system, scheme = scheme_of(p)
+            state = scheme.init(*x0s, h)
+            outs = _node_outputs(system, scheme.observe(state, h))
+            return state, {k: v for k, v in outs.items() if keep is None or k in keep}
+
+        start_c = jax.jit(jax.vmap(start, in_axes=(0, 0, None))).lower(params, x0s, h).compile()
+        state0, _ = start_c(params, x0s, h)
+        one = jax.tree_util.tree_map(lambda a: a[0], state0)
+
+        def chunk(p, state, h, n_active, n_sub):
+            system, scheme = scheme_of(p)
+            return _make_chunk(system, scheme, chunk_saves, one, h, keep)(state, h, n_active, n_sub)
+
+        chunk_v = jax.vmap(chunk, in_axes=(0, 0, None, None, None))
+        chunk_c = jax.jit(chunk_v).lower(params, state0, h, jnp.array(0, jnp.int32),
+                                         jnp.array(save_every, jnp.int32)).compile()
+        entry = (factory, method, start_c, chunk_c)
+        _COMPILED[key] = entry
+    start_c, chunk_c = entry[2], entry[3]
+    return (lambda x0s, h: start_c(params, x0s, h),
+            lambda state, h, n_active, n_sub: chunk_c(params, state, h, n_active, n_sub))
+
+
+def _batched_params(params):
+    """(params as a pytree of float64/int JAX arrays, B) for ``ensemble(params=...)``."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    if not leaves:
+        raise InputError("ensemble: params must be a non-empty pytree of arrays with a leading member axis")
+    arrs = []
+    for a in leaves:
+        a = np.asarray(a)
+        if a.ndim < 1:
+            raise InputError(f"ensemble: every params leaf needs a leading member axis; got a scalar {a!r}")
+        if not np.all(np.isfinite(a)):
+            raise InputError("ensemble: params must be finite")
+        arrs.append(jnp.asarray(a, jnp.float64 if a.dtype.kind == "f" else a.dtype))
+    sizes = {a.shape[0] for a in arrs}
+    if len(sizes) != 1:
+        raise InputError(f"ensemble: params leaves have different leading sizes {sorted(sizes)}")
+    return jax.tree_util.tree_unflatten(treedef, arrs), sizes.pop()
+
+
 def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, project: bool = False,
              progress: bool | None = None, chunk_steps: int = CHUNK_STEPS,
-             metadata: dict | None = None, **kwargs) -> Ensemble:
+             metadata: dict | None = None, params=None, **kwargs) -> Ensemble:
     """Integrate B trajectories in one compiled, vectorised (``jax.vmap``) call.
 
     Parameters
@@ -615,35 +677,69 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     system, method, h, t_final, save_every, project, progress, chunk_steps, metadata :
         as for :func:`integrate`.
     q0, v0 (or the system's ``state_names``) : arrays of shape (B, n): one initial state per
-        member; each is validated as in :func:`integrate`.
+        member; each is validated as in :func:`integrate`. With ``params``, an unbatched state
+        (shape (n,)) is shared by all members.
     keep : None (all node arrays) or an iterable of names (e.g. ``("energy",)``) to keep; with
         ``save_every`` this bounds memory to B · (N/save_every) · (kept sizes).
+    params : batched system parameters. ``system`` is then a *factory* ``params -> system`` and
+        ``params`` a pytree (a dict, a tuple, one array) whose leaves all have the leading
+        member axis B: member i integrates ``system(tree_map(lambda a: a[i], params))``. The
+        factory must be traceable in the parameters (it is called under ``jax.vmap``, once with
+        each member's concrete parameters to check its initial state, and the method's ``build``
+        then runs on the traced system): parameters may enter the callables (potential, mass
+        matrix, constraints, Π, H) but not decisions taken in Python (e.g. a mass matrix that
+        does not depend on q is factored once, concretely, by several methods: a parameter in it
+        raises InputError). Example, a sweep over a
+        spring constant::
+
+            def spring(p):
+                return dl.NonholonomicSystem(mass_matrix=np.eye(3),
+                                             potential=lambda q: 0.5 * p["k"] * q[0] ** 2, ...)
+            ens = dl.ensemble(spring, "nh-rattle", params={"k": np.linspace(1, 2, 8)},
+                              q0=q0, v0=v0, h=0.01, t_final=10.0)
+
+        Each member equals ``integrate(system(params_i), ...)`` to round-off.
     **options : passed to the method's ``build``.
 
     Returns
     -------
-    Ensemble with t (N+1,) and the kept node arrays of shape (B, N+1, ...).
+    Ensemble with t (N+1,) and the kept node arrays of shape (B, N+1, ...);
+    ``metadata["params"]`` holds the parameters (as lists) when given.
 
     Raises
     ------
-    InputError (inconsistent batch sizes, bad members — the message names the member),
-    ConvergenceError (the first member that failed, its step and time; ``.trajectory`` is that
-    member's trajectory up to the failure).
+    InputError (inconsistent batch sizes, bad members — the message names the member; a factory
+    that is not traceable), ConvergenceError (the first member that failed, its step and time;
+    ``.trajectory`` is that member's trajectory up to the failure).
     """
     h, t_final, save_every, method = _check_run(h, t_final, save_every, method)
     if not method.compiled:
         raise InputError(f"{method.name} does not run in the compiled engine; ensembles need a compiled method")
+    factory = None
+    if params is not None:
+        if not callable(system) or hasattr(system, "check_initial_state"):
+            raise InputError("ensemble(params=...): system must be a factory params -> system")
+        factory = system
+        params, B_p = _batched_params(params)
+        member_params = [jax.tree_util.tree_map(lambda a, i=i: np.asarray(a[i]), params) for i in range(B_p)]
+        systems = [factory(p) for p in member_params]
+        system = systems[0]
     names, state_in = _split_initial_state(system, kwargs)
     batch = [np.asarray(x, np.float64) for x in state_in]
+    if factory is not None:
+        batch = [np.broadcast_to(b, (B_p,) + b.shape).copy() if b.ndim == 1 else b for b in batch]
     sizes = {nm: (b.shape[0] if b.ndim >= 1 else None) for nm, b in zip(names, batch)}
     if any(b.ndim < 2 for b in batch) or len(set(sizes.values())) != 1:
         raise InputError(f"ensemble initial states must be batched with one leading size B; got shapes "
                          + ", ".join(f"{nm} {b.shape}" for nm, b in zip(names, batch)))
     B = batch[0].shape[0]
+    if factory is not None and B != B_p:
+        raise InputError(f"ensemble: {B} initial states but {B_p} parameter sets")
     members = []
     for i in range(B):
         try:
-            members.append(system.check_initial_state(*[b[i] for b in batch], project=project))
+            sys_i = system if factory is None else systems[i]
+            members.append(sys_i.check_initial_state(*[b[i] for b in batch], project=project))
         except InputError as exc:
             raise InputError(f"ensemble member {i}: {exc}") from exc
     x0s = tuple(jnp.asarray(np.stack([m[j] for m in members])) for j in range(len(names)))
@@ -655,10 +751,21 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
           "h": h, "t_final": n_steps * h, "n_steps": n_steps, "save_every": save_every,
           "members": B, "kept": list(keep_t) if keep_t else "all", "options": dict(kwargs),
           "dalembert_version": __version__, "jax_version": jax.__version__}
+    if factory is not None:
+        md["params"] = jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), params)
     md.update(metadata or {})
     hj = jnp.asarray(h, jnp.float64)
     t_c = time.perf_counter()
-    start, chunk = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves, keep_t)
+    if factory is None:
+        start, chunk = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves, keep_t)
+    else:
+        try:
+            start, chunk = _compiled_param_ensemble(factory, method, kwargs, params, x0s, hj, save_every,
+                                                    chunk_saves, keep_t)
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as exc:
+            raise InputError(f"ensemble(params=...): {method.name} on this system needs concrete values of "
+                             f"the parameters when it is built; batch over parameters that enter only the "
+                             f"system's callables ({str(exc).splitlines()[0]})") from None
     t_run = time.perf_counter()
     state, out0 = start(x0s, hj)
     arrays, failure, _, _, wall = _run_chunks(

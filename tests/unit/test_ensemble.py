@@ -70,3 +70,66 @@ def test_failing_member_is_named_with_its_partial_trajectory():
     alone = dl.integrate(wall, "nh-rattle", q0=q0[1], v0=v0[1], h=0.05, t_final=(len(tr) - 1) * 0.05)
     np.testing.assert_allclose(tr.q, alone.q, atol=1e-13, rtol=0)
     assert np.all(tr.q[:, 0] < 1.0)
+
+
+# --- batched system parameters (issue 3 §3) ------------------------------------------------------
+
+def _sleigh(p, metric_param=False):
+    """Knife edge in a tilted quadratic well: q = (x, y, θ), G = diag(1, 1, ½), sin θ ẋ − cos θ ẏ = 0,
+    V = ½k(x² + y²) + g y. The parameters enter the potential (with ``metric_param``, m enters
+    the constant metric too)."""
+    import jax.numpy as jnp
+    k, g = p["k"], p["g"]
+    G = (lambda q: jnp.diag(jnp.stack([p["m"], p["m"], 0.5 + 0.0 * p["m"]]))) if metric_param \
+        else np.diag([1.0, 1.0, 0.5])
+    return dl.NonholonomicSystem(
+        mass_matrix=G,
+        potential=lambda q: 0.5 * k * (q[0] ** 2 + q[1] ** 2) + g * q[1],
+        constraint_matrix=lambda q: jnp.stack([jnp.sin(q[2]), -jnp.cos(q[2]), 0.0 * q[2]])[None, :],
+        name="knife-edge-well")
+
+
+SLEIGH_Q0 = np.array([1.0, 0.5, 0.0])
+SLEIGH_V0 = np.array([0.3, 0.0, 0.7])          # on the constraint at θ = 0
+
+
+@pytest.mark.parametrize("method", ["nh-rattle", "dg-gonzalez"])
+def test_ensemble_over_parameters_equals_one_by_one(method):
+    params = {"g": np.array([0.0, 0.5, -0.3, 1.0]), "k": np.array([1.0, 3.0, 0.2, 2.0])}
+    ens = dl.ensemble(_sleigh, method, params=params, q0=SLEIGH_Q0, v0=SLEIGH_V0, h=0.05,
+                      t_final=4.0, save_every=4)
+    assert ens.q.shape == (4, 21, 3)
+    assert ens.metadata["params"]["k"] == [1.0, 3.0, 0.2, 2.0]
+    finals = []
+    for i in range(4):
+        sys_i = _sleigh({"g": params["g"][i], "k": params["k"][i]})
+        tr = dl.integrate(sys_i, method, q0=SLEIGH_Q0, v0=SLEIGH_V0, h=0.05, t_final=4.0, save_every=4)
+        np.testing.assert_allclose(ens.q[i], tr.q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(ens.energy[i], tr.energy, rtol=0, atol=1e-12)
+        finals.append(tr.q[-1])
+    # the parameters matter: the members differ (a test that ignored params would fail here)
+    assert min(np.max(np.abs(finals[i] - finals[j])) for i in range(4) for j in range(i)) > 1e-3
+
+
+def test_ensemble_over_parameters_batched_states_and_errors():
+    params = {"g": np.array([0.1, 2.0]), "k": np.array([1.0, 3.0])}
+    q0 = np.stack([SLEIGH_Q0, SLEIGH_Q0 + [0.1, -0.2, 0.0]])
+    v0 = np.stack([SLEIGH_V0, SLEIGH_V0])
+    ens = dl.ensemble(_sleigh, "nh-rattle", params=params, q0=q0, v0=v0, h=0.05, t_final=1.0)
+    np.testing.assert_allclose(ens.q[:, 0], q0, rtol=0, atol=0)
+    with pytest.raises(dl.InputError, match="2 parameter sets"):
+        dl.ensemble(_sleigh, "nh-rattle", params=params, q0=np.stack([q0[0]] * 3),
+                    v0=np.stack([v0[0]] * 3), h=0.05, t_final=1.0)
+    with pytest.raises(dl.InputError, match="leading"):
+        dl.ensemble(_sleigh, "nh-rattle", params={"g": np.array([1.0, 2.0]), "k": np.array([1.0])},
+                    q0=SLEIGH_Q0, v0=SLEIGH_V0, h=0.05, t_final=1.0)
+    with pytest.raises(dl.InputError, match="factory"):
+        dl.ensemble(_sleigh(params), "nh-rattle", params=params, q0=q0, v0=v0, h=0.05, t_final=1.0)
+    with pytest.raises(dl.InputError, match="member 1"):
+        dl.ensemble(_sleigh, "nh-rattle", params=params, q0=q0, v0=np.stack([SLEIGH_V0, [0.0, 1.0, 0.0]]),
+                    h=0.05, t_final=1.0)
+
+    # a parameter in a metric that a method factors once, concretely, is refused with a message
+    with pytest.raises(dl.InputError, match="concrete"):
+        dl.ensemble(lambda p: _sleigh(p, metric_param=True), "nh-rattle",
+                    params=dict(params, m=np.array([1.0, 2.0])), q0=q0, v0=v0, h=0.05, t_final=1.0)
