@@ -24,7 +24,9 @@ I-DLA is the registered ``dla-midpoint``, which is the same scheme with a Newton
   μ(q_k)G⁻¹p_k = 0 at O(h)·O(1) (spec: 0.18 in their run). Option ``constraint="endpoint"``:
   implicit midpoint with the constraint force at q̄ and the endpoint constraint,
   q1 = q0 + (h/2)G⁻¹(p0 + p1),  p1 = p0 − h∇V(q̄) + μ(q̄)ᵀ(hλ),  μ(q1)G⁻¹p1 = 0.
-  Both are order 2 and symmetric.
+  Both are order 2 and symmetric. The classical variant is built from the registered
+  ``dla-midpoint`` with ``startup="legendre"`` (p_0 = G v_0): the same scheme, with this method's
+  outputs (raw p_k and ``discrete_constraint``).
 * ``spark-lobatto2`` (spec §5.3, Jay 2003: 2-stage Lobatto IIIA–B SPARK; a "nonholonomic
   RATTLE"): P = p0 + (h/2)(−∇V(q0) + μ(q0)ᵀΛ1),  q1 = q0 + h G⁻¹P,  (μ(q0) + μ(q1)) G⁻¹P = 0;
   p1 = P + (h/2)(−∇V(q1) + μ(q1)ᵀΛ2),  μ(q1)G⁻¹p1 = 0. The first block is solved for hΛ1 by
@@ -56,11 +58,11 @@ _SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.1 (
 
 
 class DLAState(NamedTuple):
-    """q: (n,) q_k;  p: (n,) node momentum D2 L_d(q_{k−1}, q_k);  d: (m,) discrete constraint
-    μ(q̄)(q_k − q_{k−1})/h of the last step (0 at the start)."""
+    """dla: the state of the classical DLA (``dla-midpoint``: q_k, node momentum
+    p_k = D2 L_d(q_{k−1}, q_k), ∇V(q_k));  d: (m,) discrete constraint μ(q̄)(q_k − q_{k−1})/h of
+    the last step (0 at the start)."""
 
-    q: Any
-    p: Any
+    dla: Any
     d: Any
 
 
@@ -124,7 +126,6 @@ class IDLA(Method):
             raise InputError(f"{self.name}: constraint must be 'discrete' or 'endpoint'; got {constraint!r}")
         factor_fn = metric_factor_fn(system, q0)
         f = factor_fn(q0)
-        G = system.mass_matrix(jnp.asarray(q0))
         n = jnp.asarray(q0).shape[0]
 
         if constraint == "endpoint":
@@ -149,36 +150,26 @@ class IDLA(Method):
 
             return Scheme(momentum_init(system), step, momentum_observe(factor_fn))
 
+        # the classical variant is the registered DLA (midpoint L_d, midpoint discrete
+        # constraint) started with p_0 = G v_0 (its "legendre" start-up); this wrapper only adds
+        # the discrete-constraint output and reports the raw node momentum
+        from . import get as _get_method
+        dla = _get_method("dla-midpoint").build(system, q0, rtol=rtol, max_iter=max_iter,
+                                                 startup="legendre")
+
         def init(q0_, v0_, h=None):
-            q0_ = jnp.asarray(q0_)
-            m = system.constraint_matrix(q0_).shape[0]
-            return DLAState(q0_, system.momentum(q0_, jnp.asarray(v0_)), jnp.zeros(m))
+            s0 = dla.init(jnp.asarray(q0_), jnp.asarray(v0_), h)
+            return DLAState(s0, jnp.zeros(system.constraint_matrix(s0.q).shape[0]))
 
         def step(state, h):
-            q, p, _ = state
-            mu0 = system.constraint_matrix(q)
-            m = mu0.shape[0]
-
-            def F(u):
-                x, ell = u[:n], u[n:]
-                qb = 0.5 * (q + x)
-                return jnp.concatenate([
-                    linalg.mv(G, x - q) / h + 0.5 * h * system.grad_potential(qb) - p - linalg.vm(ell, mu0) / h,
-                    linalg.mv(system.constraint_matrix(qb), x - q) / h])
-
-            u0 = jnp.concatenate([q + h * f.solve(p), jnp.zeros(m)])
-            res = newton(F, u0, rtol=rtol, max_iter=max_iter)
-            x = res.x[:n]
-            qb = 0.5 * (q + x)
-            p1 = linalg.mv(G, x - q) / h - 0.5 * h * system.grad_potential(qb)
-            d = linalg.mv(system.constraint_matrix(qb), x - q) / h
-            return DLAState(x, p1, d), StepInfo(res.converged, res.iterations)
+            new, info = dla.step(state.dla, h)
+            q, x = state.dla.q, new.q
+            d = linalg.mv(system.constraint_matrix(0.5 * (q + x)), x - q) / h
+            return DLAState(new, d), info
 
         def observe(state, h=None):
-            q, p, d = state
-            mu = system.constraint_matrix(q)
-            s = _impulse_guess(system, f, mu, p)       # P*p = p + μᵀs
-            return {"q": q, "p": p, "v": f.solve(p + linalg.vm(s, mu)), "discrete_constraint": d}
+            obs = dla.observe(state.dla, h)            # v = G⁻¹P*p_k (projected node momentum)
+            return {"q": obs.q, "p": state.dla.p, "v": obs.v, "discrete_constraint": state.d}
 
         return Scheme(init, step, observe)
 
