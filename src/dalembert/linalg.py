@@ -64,6 +64,29 @@ def cholesky(A):
     return jnp.stack([jnp.stack([L[i][j] if j <= i else zero for j in range(n)]) for i in range(n)])
 
 
+def _forward(T, B, n, unit):
+    """Unrolled forward substitution: y_i = (B_i − Σ_{k<i} T(i, k) y_k) / T(i, i) (no division
+    when ``unit``); T(i, k) returns the (i, k) entry of the lower-triangular factor."""
+    y = [None] * n
+    for i in range(n):
+        s = B[i]
+        for k in range(i):
+            s = s - T(i, k) * y[k]
+        y[i] = s if unit else s / T(i, i)
+    return y
+
+
+def _backward(T, y, n):
+    """Unrolled back substitution: x_i = (y_i − Σ_{k>i} T(i, k) x_k) / T(i, i), stacked (n, ...)."""
+    x = [None] * n
+    for i in reversed(range(n)):
+        s = y[i]
+        for k in range(i + 1, n):
+            s = s - T(i, k) * x[k]
+        x[i] = s / T(i, i)
+    return jnp.stack(x)
+
+
 def cho_solve(L, b):
     """Solve (L Lᵀ) x = b given the Cholesky factor L (n, n).  b: (n,) or (n, k)."""
     n = L.shape[0]
@@ -73,19 +96,8 @@ def cho_solve(L, b):
         y = jnp.linalg.solve(L, B)
         x = jnp.linalg.solve(L.T, y)
         return x[:, 0] if vec else x
-    y = [None] * n
-    for i in range(n):
-        s = B[i]
-        for k in range(i):
-            s = s - L[i, k] * y[k]
-        y[i] = s / L[i, i]
-    x = [None] * n
-    for i in reversed(range(n)):
-        s = y[i]
-        for k in range(i + 1, n):
-            s = s - L[k, i] * x[k]
-        x[i] = s / L[i, i]
-    X = jnp.stack(x)
+    y = _forward(lambda i, k: L[i, k], B, n, unit=False)
+    X = _backward(lambda i, k: L[k, i], y, n)
     return X[:, 0] if vec else X
 
 
@@ -174,19 +186,8 @@ def lu_solve(factor, b):
         Y = lax.linalg.triangular_solve(LU, PB, left_side=True, lower=True, unit_diagonal=True)
         X = lax.linalg.triangular_solve(LU, Y, left_side=True, lower=False)
         return X[:, 0] if vec else X
-    y = [None] * n
-    for i in range(n):
-        s = PB[i]
-        for k in range(i):
-            s = s - LU[i, k] * y[k]
-        y[i] = s
-    x = [None] * n
-    for i in reversed(range(n)):
-        s = y[i]
-        for k in range(i + 1, n):
-            s = s - LU[i, k] * x[k]
-        x[i] = s / LU[i, i]
-    X = jnp.stack(x)
+    y = _forward(lambda i, k: LU[i, k], PB, n, unit=True)
+    X = _backward(lambda i, k: LU[i, k], y, n)
     return X[:, 0] if vec else X
 
 
