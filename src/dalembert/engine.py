@@ -446,8 +446,17 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
 def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options):
     t = h * np.arange(0, n_steps + 1, save_every)
     t0 = time.perf_counter()
-    q, v, info = method.solve(system, *x0s, t, **options)
+    out = method.solve(system, *x0s, t, **options)
     wall = time.perf_counter() - t0
+    if isinstance(out[0], dict):          # a system kind whose state is not (q, v)
+        arrays, info = out
+        md.update(info)
+        md.update({"wall_time_s": wall, "steps_per_second": None,
+                   "node_velocity": method.traits.node_velocity})
+        obs = {k: jnp.asarray(a) for k, a in arrays.items()}
+        arrays = dict(arrays, **{k: np.asarray(a) for k, a in jax.vmap(system.diagnostics)(obs).items()})
+        return _trajectory(t, arrays, md)
+    q, v, info = out
     d = {k: np.asarray(a) for k, a in _diagnostics_fn(system)(jnp.asarray(q), jnp.asarray(v)).items()}
     energy, res, lam = d.pop("energy"), d.pop("constraint_residual"), d.pop("lam", None)
     md.update(info)

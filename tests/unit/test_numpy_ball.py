@@ -43,3 +43,4 @@ def test_a_step_size_too_large_for_newton_stops_with_the_step_and_keeps_the_node
     tr = e.trajectory
     assert tr is not None and 1 <= len(tr.t) < 51
     assert np.all(np.isfinite(tr.x)) and tr.orthogonality_defect.max() < 1e-12
+

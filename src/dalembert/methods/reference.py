@@ -72,17 +72,33 @@ class Reference(Method):
               ode_method: str = "DOP853"):
         """(q, v, info) at times t from ``solve(system, q0, v0, t)``; see :func:`reference_solution`.
 
-        Raises InputError for system kinds whose state is not (q, v) (e.g. a ReducedSystem: use
-        :func:`dalembert.systems.reduced.reference_solution`).
+        For system kinds whose state is not (q, v) — a ReducedSystem (state x0, R0, xdot0, xi0) or a
+        LieNonholonomicSystem (R0, omega0) — returns ``(arrays, info)`` with the node arrays named
+        as the kind's compiled methods name them (x, R, xdot, xi / R, omega), from the kind's own
+        DOP853 reference (:func:`dalembert.systems.reduced.reference_solution`,
+        :func:`dalembert.systems.lie_nonholonomic.reference_solution`).
+
+        Raises InputError for other system kinds.
         """
-        if len(state) != 3 or not hasattr(system, "acceleration") or \
+        *x0s, t = state
+        kind = getattr(system, "kind", None)
+        info = {"rtol": rtol, "atol": atol, "ode_method": "DOP853"}
+        if kind == "reduced":
+            from ..systems.reduced import reference_solution as reduced_reference
+            out = reduced_reference(system, *x0s, t, rtol=rtol, atol=atol)
+            return {k: np.asarray(out[k]) for k in ("x", "R", "xdot", "xi")}, info
+        if kind == "lie-nonholonomic":
+            from ..systems.lie_nonholonomic import reference_solution as lie_reference
+            R, omega = lie_reference(system, *x0s, t, rtol=rtol, atol=atol)
+            return {"R": np.asarray(R), "omega": np.asarray(omega)}, info
+        if len(x0s) != 2 or not hasattr(system, "acceleration") or \
                 tuple(getattr(system, "state_names", ("q0", "v0"))) != ("q0", "v0"):
             from ..errors import InputError
             names = ", ".join(getattr(system, "state_names", ()))
-            raise InputError(f"method 'reference' integrates (q, v) systems through dl.integrate; "
+            raise InputError(f"method 'reference' integrates (q, v) systems, ReducedSystem and "
+                             f"LieNonholonomicSystem through dl.integrate; "
                              f"{getattr(system, 'name', 'this system')} has state ({names}): use the "
-                             f"reference_solution function of its module (e.g. "
-                             f"dalembert.systems.reduced.reference_solution)")
-        q0, v0, t = state
+                             f"reference or exact solution of its model")
+        q0, v0 = x0s
         q, v, sol = reference_solution(system, q0, v0, t, rtol=rtol, atol=atol, method=ode_method)
         return q, v, {"nfev": int(sol.nfev), "rtol": rtol, "atol": atol, "ode_method": ode_method}
