@@ -448,19 +448,15 @@ def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, optio
     t0 = time.perf_counter()
     out = method.solve(system, *x0s, t, **options)
     wall = time.perf_counter() - t0
+    md.update(out[-1])
+    md.update({"wall_time_s": wall, "steps_per_second": None, "node_velocity": method.traits.node_velocity})
     if isinstance(out[0], dict):          # a system kind whose state is not (q, v)
-        arrays, info = out
-        md.update(info)
-        md.update({"wall_time_s": wall, "steps_per_second": None,
-                   "node_velocity": method.traits.node_velocity})
-        obs = {k: jnp.asarray(a) for k, a in arrays.items()}
-        arrays = dict(arrays, **{k: np.asarray(a) for k, a in jax.vmap(system.diagnostics)(obs).items()})
-        return _trajectory(t, arrays, md)
-    q, v, info = out
+        obs = {k: jnp.asarray(a) for k, a in out[0].items()}
+        diag = jax.vmap(system.diagnostics)(obs)
+        return _trajectory(t, dict(out[0], **{k: np.asarray(a) for k, a in diag.items()}), md)
+    q, v = out[0], out[1]
     d = {k: np.asarray(a) for k, a in _diagnostics_fn(system)(jnp.asarray(q), jnp.asarray(v)).items()}
     energy, res, lam = d.pop("energy"), d.pop("constraint_residual"), d.pop("lam", None)
-    md.update(info)
-    md.update({"wall_time_s": wall, "steps_per_second": None, "node_velocity": method.traits.node_velocity})
     p = np.asarray(jax.vmap(system.momentum)(jnp.asarray(q), jnp.asarray(v)))
     return Trajectory(t=t, q=q, v=v, p=p, lam=lam, energy=energy, constraint_residual=res,
                       metadata=md, extra=d)

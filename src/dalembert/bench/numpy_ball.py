@@ -28,7 +28,8 @@ import math
 
 import numpy as np
 
-from .numpy_lie import MAX_ITER, RTOL, NumpyLoopError, _cayley, _cross, _hat, _newton  # noqa: F401
+from .numpy_lie import _cayley, _dual_momentum, _dual_momentum_jac, _hat
+from .numpy_loops import MAX_ITER, RTOL, NumpyLoopError, newton  # noqa: F401
 
 
 def lie_gni(inertia, m, r, theta, x0, R0, xdot0, Omega0, h, n_steps, *, rtol=RTOL, max_iter=MAX_ITER):
@@ -56,7 +57,6 @@ def lie_gni(inertia, m, r, theta, x0, R0, xdot0, Omega0, h, n_steps, *, rtol=RTO
     Om = np.asarray(Omega0, float)
     p = np.concatenate([m * np.asarray(xdot0, float), I * Om])
     xs[0], Rs[0], ps[0] = x, R, p
-    hh, h2 = 0.5 * h, 0.25 * h * h
     for k in range(n_steps):
         mu = np.zeros((2, 5))
         mu[0, 0] = mu[1, 1] = 1.0
@@ -68,18 +68,10 @@ def lie_gni(inertia, m, r, theta, x0, R0, xdot0, Omega0, h, n_steps, *, rtol=RTO
         tgt = p - 2.0 * (s @ mu)
         x_new = x + h * tgt[:2] / m
         b = tgt[2:]
-
-        def F(w):
-            Iw = I * w
-            return Iw + hh * _cross(w, Iw) + h2 * (w @ Iw) * w - b
-
-        def J(w):
-            Iw = I * w
-            return Im + hh * (_hat(w) @ Im - _hat(Iw)) + h2 * (2.0 * np.outer(w, Iw) + (w @ Iw) * np.eye(3))
-
-        w, its[k] = _newton(F, J, b / I, rtol, max_iter, k)
-        Iw = I * w
-        p = np.concatenate([m * (x_new - x) / h, Iw - hh * _cross(w, Iw) + h2 * (w @ Iw) * w])
+        # (dcay⁻¹_{hΩ})ᵀ𝕀Ω = b, spec §2.10
+        w, its[k] = newton(lambda w: (_dual_momentum(Im, w, h) - b, _dual_momentum_jac(Im, w, h)),
+                           b / I, rtol, max_iter, k)
+        p = np.concatenate([m * (x_new - x) / h, _dual_momentum(Im, w, -h)])
         R = R @ _cayley(h * w)
         x = x_new
         xs[k + 1], Rs[k + 1], ps[k + 1] = x, R, p
@@ -155,21 +147,17 @@ def exp_chart(inertia, m, r, theta, x0, R0, xdot0, Omega0, h, n_steps, *, recent
         C = mu @ Ginv_muT
         s = np.linalg.solve(C, Ginv_muT.T @ p - nu)
         pm = p - 2.0 * (s @ mu)
-        def F(v):                       # G v − h ∂L/∂q(q_k, v) − p⁻
+        def FJ(v):                      # (G v − h ∂L/∂q(q_k, v) − p⁻,  G − h ∂²L/∂q∂v)
             vr = v[2:]
             IAv = Im @ (A @ vr)
-            out = G @ v - pm
-            out[2:] -= h * np.array([IAv @ (dA[j] @ vr) for j in range(3)])
-            return out
+            dAv = [dA[j] @ vr for j in range(3)]
+            F = G @ v - pm
+            F[2:] -= h * np.array([IAv @ dAv[j] for j in range(3)])
+            J = G.copy()
+            J[2:, 2:] -= h * np.array([IAv @ dA[j] + (Im @ dAv[j]) @ A for j in range(3)])
+            return F, J
 
-        def J(v):                       # G − h ∂²L/∂q∂v
-            vr = v[2:]
-            IAv = Im @ (A @ vr)
-            Jm = G.copy()
-            Jm[2:, 2:] -= h * np.array([IAv @ dA[j] + (Im @ (dA[j] @ vr)) @ A for j in range(3)])
-            return Jm
-
-        v, its[k] = _newton(F, J, np.linalg.solve(G, pm), rtol, max_iter, k)
+        v, its[k] = newton(FJ, np.linalg.solve(G, pm), rtol, max_iter, k)
         p = G @ v
         q = q + h * v
         th = math.sqrt(q[2:] @ q[2:])

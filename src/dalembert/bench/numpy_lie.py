@@ -25,21 +25,13 @@ Schemes (system: constant inertia 𝕀 (3, 3) symmetric, constant body covectors
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-#: Newton tolerance and iteration limit (those of :mod:`dalembert.solvers.newton`).
-RTOL = 1e-14
-MAX_ITER = 40
+from .numpy_loops import MAX_ITER, RTOL, NumpyLoopError, newton  # noqa: F401  (one Newton for all loops)
 
 #: The SO(3) schemes with a NumPy loop.
 METHODS = ("dreps-euler", "dreps-rk4", "eps-midpoint", "eps-variational", "lie-gni-mv",
            "lie-gni-cayley")
-
-
-class NumpyLoopError(RuntimeError):
-    """A Newton solve did not converge or a state became non-finite."""
 
 
 def _cross(a, b):
@@ -81,18 +73,6 @@ class _Parts:
         return self.K @ _cross(self.I @ w, w)
 
 
-def _newton(F, J, x, rtol, max_iter, k):
-    for it in range(max_iter):
-        dx = np.linalg.solve(J(x), F(x))
-        x = x - dx
-        err, size = np.abs(dx).max(), np.abs(x).max()
-        if not (math.isfinite(err) and math.isfinite(size)):
-            raise NumpyLoopError(f"step {k}: Newton produced non-finite values")
-        if err <= rtol * (1.0 + size):
-            return x, it + 1
-    raise NumpyLoopError(f"step {k}: Newton did not converge in {max_iter} iterations")
-
-
 def _dreps_loop(s, R, w, h, n, rk4):
     Rs, Ws = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
     Rs[0], Ws[0] = R, w
@@ -121,31 +101,37 @@ def _block(J11, A):
     return J
 
 
-def _eps_midpoint_loop(s, R, w, h, n, rtol, max_iter):
-    I, A = s.I, s.A
+def _eps_loop(s, R, w, h, n, rtol, max_iter, residual):
+    """The loop shared by the implicit EPS schemes: at each step solve residual(ω_k) = (F, J) on
+    x = (ω_{k+1}, hλ) by Newton from the explicit-Euler guess, then R_{k+1} = R_k cay(hω_k)."""
     Rs, Ws = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
     Rs[0], Ws[0] = R, w
     total = 0
     for k in range(n):
         w0 = w
-        Iw0 = I @ w0
-
-        def F(x):
-            w1, hmu = x[:3], x[3:]
-            wb = 0.5 * (w0 + w1)
-            return np.concatenate([I @ w1 - Iw0 - h * _cross(I @ wb, wb) - hmu @ A, A @ w1])
-
-        def J(x):
-            wb = 0.5 * (w0 + x[:3])
-            return _block(I - 0.5 * h * (_hat(I @ wb) - _hat(wb) @ I), A)
-
         guess = np.concatenate([w0 + h * s.field(w0), h * s.multiplier(w0)])
-        x, it = _newton(F, J, guess, rtol, max_iter, k)
+        x, it = newton(residual(w0), guess, rtol, max_iter, k)
         total += it
         w = x[:3]
         R = R @ _cayley(h * w0)
         Rs[k + 1], Ws[k + 1] = R, w
     return Rs, Ws, total
+
+
+def _eps_midpoint_loop(s, R, w, h, n, rtol, max_iter):
+    I, A = s.I, s.A
+
+    def residual(w0):
+        Iw0 = I @ w0
+
+        def FJ(x):
+            w1, hmu = x[:3], x[3:]
+            wb = 0.5 * (w0 + w1)
+            return (np.concatenate([I @ w1 - Iw0 - h * _cross(I @ wb, wb) - hmu @ A, A @ w1]),
+                    _block(I - 0.5 * h * (_hat(I @ wb) - _hat(wb) @ I), A))
+        return FJ
+
+    return _eps_loop(s, R, w, h, n, rtol, max_iter, residual)
 
 
 def _dual_momentum(I, w, h):
@@ -163,27 +149,17 @@ def _dual_momentum_jac(I, w, h):
 
 def _eps_variational_loop(s, R, w, h, n, rtol, max_iter):
     I, A = s.I, s.A
-    Rs, Ws = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
-    Rs[0], Ws[0] = R, w
-    total = 0
-    for k in range(n):
-        w0 = w
+
+    def residual(w0):
         rhs = _dual_momentum(I, w0, -h)           # (dcay⁻¹_{−hω_k})ᵀ𝕀ω_k
 
-        def F(x):
+        def FJ(x):
             w1, hlam = x[:3], x[3:]
-            return np.concatenate([_dual_momentum(I, w1, h) - rhs - hlam @ A, A @ w1])
+            return (np.concatenate([_dual_momentum(I, w1, h) - rhs - hlam @ A, A @ w1]),
+                    _block(_dual_momentum_jac(I, w1, h), A))
+        return FJ
 
-        def J(x):
-            return _block(_dual_momentum_jac(I, x[:3], h), A)
-
-        guess = np.concatenate([w0 + h * s.field(w0), h * s.multiplier(w0)])
-        x, it = _newton(F, J, guess, rtol, max_iter, k)
-        total += it
-        w = x[:3]
-        R = R @ _cayley(h * w0)
-        Rs[k + 1], Ws[k + 1] = R, w
-    return Rs, Ws, total
+    return _eps_loop(s, R, w, h, n, rtol, max_iter, residual)
 
 
 def _lie_gni_loop(s, R, w, h, n, lagrangian, rtol, max_iter):
@@ -233,7 +209,8 @@ def _lie_gni_loop(s, R, w, h, n, lagrangian, rtol, max_iter):
             return _dual_momentum(I, x, -1.0) / h
     for k in range(n):
         mum = mu - 2.0 * ((Cinv @ (A @ (Iinv @ mu))) @ A)
-        x, it = _newton(F_of(mum), J, h * (Iinv @ mum), rtol, max_iter, k)
+        F = F_of(mum)
+        x, it = newton(lambda x: (F(x), J(x)), h * (Iinv @ mum), rtol, max_iter, k)
         total += it
         R = R @ _cayley(x)
         mu = dL(x)

@@ -49,6 +49,29 @@ class NumpyLoopError(RuntimeError):
     """A NumPy loop's Newton solve did not converge or a state became non-finite."""
 
 
+def newton(FJ, x, rtol, max_iter, k):
+    """Newton's method of the NumPy loops, with the test of :mod:`dalembert.solvers.newton`:
+    stop when |Δ|∞ ≤ rtol (1 + |x|∞).
+
+    FJ : x -> (F(x), J(x)) (the residual and its Jacobian, computed together);  k : the step
+    number for the error message.  Returns (x, iterations).
+
+    Raises
+    ------
+    NumpyLoopError : non-finite iterate, or no convergence in ``max_iter`` iterations.
+    """
+    for it in range(max_iter):
+        F, J = FJ(x)
+        dx = np.linalg.solve(J, F)
+        x = x - dx
+        err, size = np.abs(dx).max(), np.abs(x).max()
+        if not (math.isfinite(err) and math.isfinite(size)):
+            raise NumpyLoopError(f"step {k}: Newton produced non-finite values")
+        if err <= rtol * (1.0 + size):
+            return x, it + 1
+    raise NumpyLoopError(f"step {k}: Newton did not converge in {max_iter} iterations")
+
+
 @dataclass(frozen=True)
 class NumpyModel:
     """A nonholonomic model written in NumPy: constant metric, linear constraints μ(q) v = 0.
@@ -287,23 +310,15 @@ def _gni_midpoint_loop(model, q, p, h, n_steps, rtol, max_iter):
         r = Gmu @ p
         s = r / C[0, 0] if C.shape[0] == 1 else solve(C, r)
         p_minus = p - 2.0 * (s @ mu)
-        x = q + h * (p_minus if identity else Ginv @ p_minus)
-        for it in range(max_iter):
+
+        def FJ(x):
             qm = 0.5 * (q + x)
             dq = x - q
-            F = (dq / h if identity else Gh @ dq) + (0.5 * h) * grad(qm) - p_minus
-            J = Gh + (0.25 * h) * hess(qm)
-            dx = solve(J, F)
-            x = x - dx
-            err = np.abs(dx).max()
-            size = np.abs(x).max()
-            if not (math.isfinite(err) and math.isfinite(size)):
-                raise NumpyLoopError(f"step {k}: Newton produced non-finite values")
-            if err <= rtol * (1.0 + size):
-                break
-        else:
-            raise NumpyLoopError(f"step {k}: Newton did not converge in {max_iter} iterations")
-        iterations += it + 1
+            return ((dq / h if identity else Gh @ dq) + (0.5 * h) * grad(qm) - p_minus,
+                    Gh + (0.25 * h) * hess(qm))
+
+        x, it = newton(FJ, q + h * (p_minus if identity else Ginv @ p_minus), rtol, max_iter, k)
+        iterations += it
         dq = x - q
         p = (dq / h if identity else Gh @ dq) - (0.5 * h) * grad(0.5 * (q + x))
         q = x
@@ -333,9 +348,9 @@ def _dla_midpoint_loop(model, q, p, h, n_steps, rtol, max_iter):
         r = Gmu @ p
         s = r / C[0, 0] if C.shape[0] == 1 else solve(C, r)
         pp = p - s @ mu
-        z = np.concatenate([q + h * (pp if identity else Ginv @ pp), np.zeros(m)])
         J[:n, n:] = -mu.T
-        for it in range(max_iter):
+
+        def FJ(z):
             x, lam = z[:n], z[n:]
             qm = 0.5 * (q + x)
             dq = x - q
@@ -344,17 +359,11 @@ def _dla_midpoint_loop(model, q, p, h, n_steps, rtol, max_iter):
             F[n:] = mum @ dq / h
             J[:n, :n] = -Gh - (0.25 * h) * hess(qm)
             J[n:, :n] = mum / h + (0.5 / h) * (dq @ dmu_f(qm))
-            dz = solve(J, F)
-            z = z - dz
-            err = np.abs(dz).max()
-            size = np.abs(z).max()
-            if not (math.isfinite(err) and math.isfinite(size)):
-                raise NumpyLoopError(f"step {k}: Newton produced non-finite values")
-            if err <= rtol * (1.0 + size):
-                break
-        else:
-            raise NumpyLoopError(f"step {k}: Newton did not converge in {max_iter} iterations")
-        iterations += it + 1
+            return F, J
+
+        z, it = newton(FJ, np.concatenate([q + h * (pp if identity else Ginv @ pp), np.zeros(m)]),
+                       rtol, max_iter, k)
+        iterations += it
         x = z[:n]
         dq = x - q
         p = (dq / h if identity else Gh @ dq) - (0.5 * h) * grad(0.5 * (q + x))
