@@ -282,3 +282,16 @@ def distance(R1, R2):
     R1 = jnp.asarray(R1, jnp.float64)
     D = eye(R1[..., 0]) - matmul(transpose(R1), R2)
     return jnp.sqrt(jnp.sum(D * D, axis=(-1, -2)))
+
+
+def rotation_check(R0, tol: float = 1e-10):
+    """Validation of a given orientation (NumPy, not traced): None if R0 (3, 3) is a rotation to
+    ``tol`` (|I − R0ᵀR0|_F ≤ tol and det R0 > 0), else the message naming its distance from SO(3)
+    and its determinant — shared by every system kind whose state holds an R0."""
+    import numpy as np
+    R = np.asarray(R0, dtype=float)
+    defect = float(np.linalg.norm(np.eye(3) - R.T @ R))
+    det = float(np.linalg.det(R))
+    if defect <= tol and det > 0:
+        return None
+    return f"R0 is not a rotation: distance from SO(3) |I − R0ᵀR0|_F = {defect:.3g}, det R0 = {det:.6g}"

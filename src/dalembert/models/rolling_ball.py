@@ -49,6 +49,7 @@ import warnings
 import numpy as np
 
 from ..errors import ConstraintViolationError, InputError
+from ..lie.so3 import rotation_check
 from .base import Model, ModelSpec, Parameter, positive, register
 
 SOURCE = ("Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, §7.4 "
@@ -181,9 +182,9 @@ def check_state(params, x0, R0, xdot0, omega0, *, tol: float = 1e-10):
             raise InputError(f"{name} must be finite; got {b}")
         arrs.append(b)
     x, R, xd, w = arrs
-    defect = float(np.linalg.norm(np.eye(3) - R.T @ R))
-    if defect > tol or np.linalg.det(R) <= 0:
-        raise InputError(f"R0 is not a rotation: |I − R0ᵀR0|_F = {defect:.3g}, det = {np.linalg.det(R):.6g}")
+    bad_rotation = rotation_check(R, tol)
+    if bad_rotation:
+        raise InputError(bad_rotation)
     res = rolling_residual(params, x, R, xd, w)
     bound = tol * max(1.0, float(np.max(np.abs(np.concatenate([xd, w])))))
     if np.max(np.abs(res)) > bound:

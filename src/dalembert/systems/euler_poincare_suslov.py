@@ -173,17 +173,15 @@ class EulerPoincareSuslovSystem:
             raise InputError(f"omega0 must have shape (3,); got {w.shape}")
         if not (np.all(np.isfinite(R)) and np.all(np.isfinite(w))):
             raise InputError("R0 and omega0 must be finite")
-        defect = float(np.linalg.norm(np.eye(3) - R.T @ R))
-        det = float(np.linalg.det(R))
-        if defect > tol or det <= 0:
+        bad_rotation = so3.rotation_check(R, tol)
+        if bad_rotation:
+            det = float(np.linalg.det(R))
             if project and det > 0:
                 U, _, Vt = np.linalg.svd(R)
                 R = U @ Vt
             else:
-                raise InputError(
-                    f"R0 is not a rotation: distance from SO(3) |I − R0ᵀR0|_F = {defect:.3g}, "
-                    f"det R0 = {det:.6g} (tolerance {tol:g}; need det > 0)"
-                    + ("" if det <= 0 else "; pass project=True to use its nearest rotation"))
+                raise InputError(bad_rotation + f" (tolerance {tol:g}; need det > 0)"
+                                 + ("" if det <= 0 else "; pass project=True to use its nearest rotation"))
         res = self.A @ w
         bound = tol * max(1.0, float(np.max(np.abs(w))))
         if np.max(np.abs(res)) > bound:

@@ -155,9 +155,9 @@ class LieNonholonomicSystem:
             raise InputError(f"R0 must have shape (3, 3) and omega0 shape (3,); got {R.shape}, {w.shape}")
         if not (np.all(np.isfinite(R)) and np.all(np.isfinite(w))):
             raise InputError("R0 and omega0 must be finite")
-        defect = float(np.linalg.norm(np.eye(3) - R.T @ R))
-        if defect > tol or np.linalg.det(R) <= 0:
-            raise InputError(f"R0 is not a rotation: |I − R0ᵀR0|_F = {defect:.3g}, det = {np.linalg.det(R):.6g}")
+        bad_rotation = so3.rotation_check(R, tol)
+        if bad_rotation:
+            raise InputError(bad_rotation)
         res = np.asarray(self.constraint_residual(jnp.asarray(R), jnp.asarray(w)))
         bound = tol * max(1.0, float(np.max(np.abs(w))))
         if np.max(np.abs(res)) > bound:

@@ -319,10 +319,9 @@ class ReducedSystem:
                              f"{x.shape}, {R.shape}, {xd.shape}, {xi.shape}")
         if not all(np.all(np.isfinite(a)) for a in (x, R, xd, xi)):
             raise InputError(f"{self.name}: the initial state must be finite")
-        defect = float(np.linalg.norm(np.eye(3) - R.T @ R))
-        det = float(np.linalg.det(R))
-        if defect > tol or det <= 0:
-            raise InputError(f"{self.name}: R0 is not a rotation: |I − R0ᵀR0|_F = {defect:.3g}, det = {det:.6g}")
+        bad_rotation = so3.rotation_check(R, tol)
+        if bad_rotation:
+            raise InputError(f"{self.name}: {bad_rotation}")
         if not self.constant_metric:
             self._check_metric(np.asarray(self.metric(jnp.asarray(x))), "metric(x0)")
         res = np.asarray(self.constraint_residual(jnp.asarray(x), jnp.asarray(R), jnp.asarray(xd), jnp.asarray(xi)))
