@@ -71,10 +71,11 @@ def reflection_coefficients(system, q, p, factor):
     return s, mu
 
 
-def affine_reflection(system, q, p, factor=None):
-    """(P − Q)*p + 2 Q*Π at q, shape (n,): the GNI momentum jump (PUB (8), (26)); an involution."""
+def affine_reflection(system, q, p, factor=None, coefficients=reflection_coefficients):
+    """(P − Q)*p + 2 Q*Π at q, shape (n,): the GNI momentum jump (PUB (8), (26)); an involution.
+    ``coefficients``: the (s, μ) of another complement (:func:`complement_coefficients`)."""
     f = factor if factor is not None else system.factor_metric(q)
-    s, mu = reflection_coefficients(system, q, p, f)
+    s, mu = coefficients(system, q, p, f)
     return p - 2.0 * linalg.vm(s, mu)
 
 
@@ -87,10 +88,10 @@ def complement_coefficients(system, complement):
         (μ(q) Z(q) must be invertible). Then Q = Z(μZ)⁻¹μ projects onto W_q along D_q and
         Q*p = μᵀ s with s = (μZ)⁻ᵀ Zᵀ p, so (P − Q)*p = p − 2μᵀs. With Z = G⁻¹μᵀ this is the default.
 
-    Returns coefficients(q, p, factor) -> (s (m,), μ (m, n)), the signature of
+    Returns coefficients(system, q, p, factor) -> (s (m,), μ (m, n)), the signature of
     :func:`reflection_coefficients`. Linear constraints only (ν = 0).
     """
-    def coefficients(q, p, factor):
+    def coefficients(system_, q, p, factor):
         mu = system.constraint_matrix(q)
         Z = jnp.asarray(complement(q), jnp.float64)
         return linalg.solve(linalg.mm(mu, Z).T, linalg.vm(p, Z)), mu
@@ -115,18 +116,15 @@ def _check_complement(system, complement, q0):
                          f"complement of D at q0 (singular values {np.array2string(sv, precision=3)})")
 
 
-def gni_observe(system, factor_fn, coefficients=None):
+def gni_observe(system, factor_fn, coefficients=reflection_coefficients):
     """observe(state, h) for any scheme whose state is (q_k, p⁺_k, ...) (GNI and DLA).
 
-    coefficients : optional (q, p, factor) -> (s, μ) of a non-default complement
-    (:func:`complement_coefficients`); then v_k = G⁻¹P*p⁺_k need not satisfy the constraint.
+    coefficients : the (s, μ) of the complement (default D⊥; :func:`complement_coefficients` for
+    another one, and then v_k = G⁻¹P*p⁺_k need not satisfy the constraint).
     """
-    coeff = reflection_coefficients if coefficients is None else (
-        lambda system_, q, p, f: coefficients(q, p, f))
-
     def observe(state, h):
         f = factor_fn(state.q)
-        s, mu = coeff(system, state.q, state.p, f)
+        s, mu = coefficients(system, state.q, state.p, f)
         pbar = state.p - linalg.vm(s, mu)
         return Observation(state.q, f.solve(pbar), pbar, -(2.0 / h) * s)
     return observe
@@ -179,39 +177,34 @@ class GNI(Method):
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
         factor_fn = metric_factor_fn(system, q0)
         explicit = fast_path and a is not None and system.constant_metric(q0)
-        if complement is None:
-            reflect, coeff = affine_reflection, None
-        else:
+        coeff = reflection_coefficients
+        if complement is not None:
             _check_complement(system, complement, q0)
             coeff = complement_coefficients(system, complement)
-
-            def reflect(system_, q, p, f):
-                s, mu = coeff(q, p, f)
-                return p - 2.0 * linalg.vm(s, mu)
-        step = (_explicit_step(system, factor_fn, a, reflect) if explicit
-                else _newton_step(system, factor_fn, L_d, rtol, max_iter, reflect))
+        step = (_explicit_step(system, factor_fn, a, coeff) if explicit
+                else _newton_step(system, factor_fn, L_d, rtol, max_iter, coeff))
         return Scheme(startup_init(system, startup), step, gni_observe(system, factor_fn, coeff))
 
 
-def _explicit_step(system, factor_fn, a, reflect=affine_reflection):
+def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients):
     def step(state, h):
         q, p, g = state
         f = factor_fn(q)
-        p_half = reflect(system, q, p, f) - a * h * g
+        p_half = affine_reflection(system, q, p, f, coefficients) - a * h * g
         q1 = q + h * f.solve(p_half)
         g1 = system.grad_potential(q1)
         return GNIState(q1, p_half - (1.0 - a) * h * g1, g1), explicit_info()
     return step
 
 
-def _newton_step(system, factor_fn, L_d, rtol, max_iter, reflect=affine_reflection):
+def _newton_step(system, factor_fn, L_d, rtol, max_iter, coefficients=reflection_coefficients):
     D1 = jax.grad(L_d, argnums=0)
     D2 = jax.grad(L_d, argnums=1)
 
     def step(state, h):
         q, p, g = state
         f = factor_fn(q)
-        p_minus = reflect(system, q, p, f)
+        p_minus = affine_reflection(system, q, p, f, coefficients)
         res = newton(lambda x: -D1(q, x, h) - p_minus, q + h * f.solve(p_minus),
                      rtol=rtol, max_iter=max_iter)
         return GNIState(res.x, D2(q, res.x, h), g), StepInfo(res.converged, res.iterations)
