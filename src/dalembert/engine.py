@@ -36,8 +36,11 @@ from .trajectory import Trajectory
 #: XLA:CPU compiles a ``while`` loop that accesses fewer bytes per iteration than this (and
 #: contains no dot, custom call or scatter) into one native kernel instead of running each of its
 #: kernels through the runtime. XLA's own default is 1 kB, smaller than one step of any method
-#: here; 64 kB covers the steps of systems up to a few tens of coordinates.
-SMALL_LOOP_BYTES = 1 << 16
+#: here. 16 MB also covers the vmapped steps of ensembles (issue 3, measured on the chaotic
+#: quartic system, B = 200, one device: si-dla 0.116 → 0.058 µs per member-step, spark-lobatto2
+#: 0.169 → 0.097; suslov, B = 1000: dreps-euler 35 → 72 M trajectory-steps/s); single
+#: trajectories of small systems are the same as with the previous 64 kB.
+SMALL_LOOP_BYTES = 1 << 24
 _SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 #: jaxlib (major, minor) versions on which the option has been checked to exist. XLA aborts the
 #: process on an option it does not know, so it is only set on these unless forced.
@@ -58,7 +61,7 @@ def _jaxlib_version() -> tuple:
 
 
 def request_small_loop_kernels(environ=None) -> bool:
-    """Add ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=65536`` to
+    """Add ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=<SMALL_LOOP_BYTES>`` to
     ``XLA_FLAGS``, so that XLA:CPU compiles each compiled chunk's loops into single kernels.
 
     Measured (docs/benchmarks.md): nh-rattle on the gearbox 0.6 → 0.17 µs/step, the Newton-based
@@ -132,8 +135,88 @@ def request_no_ynn_fusions(environ=None) -> bool:
 #: Whether YNNPACK fusions were switched off at import (see :func:`request_no_ynn_fusions`).
 NO_YNN_FUSIONS = request_no_ynn_fusions()
 
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def request_cpu_devices(environ=None, config=None) -> int:
+    """Ask JAX for one CPU device per usable core (``jax_num_cpu_devices``), so that
+    :func:`ensemble` can run its members on all cores (:func:`ensemble_devices`).
+
+    A vmapped time step of a small system is compute-bound on one core; splitting the members
+    over the cores, each core running its own vmapped loop with no communication, is the
+    remaining factor (measured on this project's 2-core machine, B = 200 on the chaotic quartic
+    system: si-dla 0.058 → 0.031 µs per member-step, i-dla 2.11 → 0.99, dg-gonzalez 5.1 → 3.8).
+    Single trajectories are unaffected (they run on the default device).
+
+    XLA:CPU runs each device's program on its intra-op thread pool, whose size is the number of
+    cores; jaxlib's batched LAPACK kernels (an LU factorisation under ``vmap``) split their batch
+    over that same pool and wait for the pieces, so with one device per core every pool thread
+    can be waiting and the process deadlocks (seen with dg-gonzalez, 13 × 13 LU, 2 devices on 2
+    cores). The pool size is read from ``NPROC`` (XLA's ``DefaultThreadPoolSize``): this sets
+    ``NPROC`` to the device count + 1 when it is unset (one thread more than can wait; measured
+    faster than twice the count for si-dla, spark-lobatto2 and i-dla ensembles, slower only for
+    dg-gonzalez); when it is set, at most ``NPROC − 1`` devices are requested.
+
+    ``DALEMBERT_CPU_DEVICES``: the number of devices to request (``1``: leave JAX alone). A
+    device count already configured (``jax_num_cpu_devices`` or
+    ``--xla_force_host_platform_device_count``) is kept. Takes effect only before JAX's backends
+    start (dalembert calls it when it is imported); process-wide.
+
+    Returns
+    -------
+    The number of CPU devices requested (1 when nothing was changed).
+    """
+    env = os.environ if environ is None else environ
+    cfg = jax.config if config is None else config
+    want = env.get("DALEMBERT_CPU_DEVICES", "").strip()
+    try:
+        n = int(want) if want else _usable_cores()
+    except ValueError:
+        n = 1
+    if n <= 1 or getattr(cfg, "jax_num_cpu_devices", -1) > 0 or \
+            "xla_force_host_platform_device_count" in env.get("XLA_FLAGS", ""):
+        return 1
+    nproc = env.get("NPROC", "").strip()
+    if nproc:
+        try:
+            n = min(n, int(nproc) - 1)
+        except ValueError:
+            return 1
+        if n <= 1:
+            return 1
+    try:
+        cfg.update("jax_num_cpu_devices", n)
+    except (RuntimeError, AttributeError, KeyError):   # backends already started, or no such option
+        return 1
+    if not nproc:
+        env["NPROC"] = str(n + 1)
+    return n
+
+
+#: CPU devices requested at import (see :func:`request_cpu_devices`).
+CPU_DEVICES = request_cpu_devices()
+
+
+def ensemble_devices(batch: int) -> list:
+    """The devices an ensemble of ``batch`` members is split over: the CPU devices (at most one
+    per member) when JAX's default backend is the CPU and has more than one, else the default
+    device alone."""
+    devs = jax.devices()
+    if jax.default_backend() != "cpu" or len(devs) < 2 or batch < 2:
+        return devs[:1]
+    return devs[:min(len(devs), batch)]
+
 #: Target number of steps per compiled chunk.
 CHUNK_STEPS = 65536
+#: Largest number of member-steps (members × steps) of one compiled ensemble chunk. Measured
+#: (issue 3, si-dla, B = 200, two CPU devices): chunks of CHUNK_STEPS / B = 327 steps cost 0.15
+#: µs per member-step, chunks of this size 0.10 (the time between chunks is not overlapped).
+ENSEMBLE_CHUNK_MEMBER_STEPS = 1 << 22
 #: Smallest chunk (in saved nodes): short runs all share one compiled chunk.
 MIN_CHUNK_SAVES = 1024
 
@@ -334,20 +417,26 @@ def _check_run(h, t_final, save_every, method):
     return h, t_final, int(save_every), methods.get(method)
 
 
-def _run_chunks(chunk, state, hj, out0, n_saves, chunk_saves, save_every, progress, md, batched):
+def _run_chunks(chunk, state, hj, out0, n_saves, chunk_saves, save_every, progress, md, batched,
+                members=None):
     """Drive the compiled chunks until n_saves nodes are done or a step fails.
 
     Returns (arrays, failure, it_total, it_max, wall): the node arrays (leading node axis, after
     the member axis when ``batched``), None or (member, step) of the first failure (member 0 for
-    a single run), and Newton statistics.
+    a single run), and Newton statistics. ``members``: keep only the first ``members`` members
+    of a batched run (the others pad the batch to a multiple of the device count).
     """
     ax = 1 if batched else 0
+    keep_m = slice(None) if members is None else slice(0, members)
 
     def first(x, n):
-        return x[:, :n] if batched else x[:n]
+        return x[keep_m, :n] if batched else x[:n]
+
+    def mine(x):
+        return np.asarray(x)[keep_m] if batched else np.asarray(x)
 
     t_run = time.perf_counter()
-    pieces = [jax.tree_util.tree_map(lambda x: np.expand_dims(np.asarray(x), ax), out0)]
+    pieces = [jax.tree_util.tree_map(lambda x: np.expand_dims(mine(x), ax), out0)]
     done, it_total, it_max, failure = 0, 0, 0, None
     bar = _ProgressBar(progress, n_saves, md)
     try:
@@ -356,9 +445,9 @@ def _run_chunks(chunk, state, hj, out0, n_saves, chunk_saves, save_every, progre
             state, outs, ok, fail_at, it_sum, it_mx = chunk(
                 state, hj, jnp.array(n_active, jnp.int32), jnp.array(save_every, jnp.int32))
             outs = jax.tree_util.tree_map(np.asarray, outs)
-            ok, fail_at = np.atleast_1d(np.asarray(ok)), np.atleast_1d(np.asarray(fail_at))
-            it_total += int(np.sum(it_sum))
-            it_max = max(it_max, int(np.max(it_mx)))
+            ok, fail_at = np.atleast_1d(mine(ok)), np.atleast_1d(mine(fail_at))
+            it_total += int(np.sum(mine(it_sum)))
+            it_max = max(it_max, int(np.max(mine(it_mx))))
             if not ok.all():
                 i = int(np.argmin(ok))
                 failure = (i, done * save_every + int(fail_at[i]))
@@ -585,9 +674,48 @@ class Ensemble:
         return _trajectory(self.t, {k: v[i] for k, v in self.arrays.items()}, dict(self.metadata, member=i))
 
 
-def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves, keep):
+def _shard_map():
+    """jax.shard_map and the keyword that switches off its replication check (JAX ≥ 0.6:
+    ``jax.shard_map(check_vma=)``; older: ``jax.experimental.shard_map.shard_map(check_rep=)``)."""
+    try:
+        from jax import shard_map
+        return shard_map, "check_vma"
+    except ImportError:                                   # pragma: no cover - older JAX
+        from jax.experimental.shard_map import shard_map
+        return shard_map, "check_rep"
+
+
+def _over_devices(fn, n_batched: int, devices):
+    """``fn`` (vmapped over the leading member axis of its first ``n_batched`` arguments) run
+    with the members split evenly over ``devices``: each device runs ``fn`` on its own members,
+    with no communication (``shard_map``); the other arguments are replicated. The member count
+    must be a multiple of ``len(devices)``. One device: ``fn`` itself."""
+    if len(devices) < 2:
+        return fn
+    from jax.sharding import Mesh, PartitionSpec
+
+    shard_map, check = _shard_map()
+    mesh = Mesh(np.array(devices), ("members",))
+
+    def run(*args):
+        specs = tuple(PartitionSpec("members") if i < n_batched else PartitionSpec() for i in range(len(args)))
+        return shard_map(fn, mesh=mesh, in_specs=specs, out_specs=PartitionSpec("members"),
+                         **{check: False})(*args)
+    return run
+
+
+def _pad_members(tree, B_padded: int):
+    """Each leaf (leading member axis B) extended to B_padded members with copies of member 0
+    (padding members are integrated and dropped)."""
+    def pad(a):
+        extra = B_padded - a.shape[0]
+        return a if extra == 0 else jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)])
+    return jax.tree_util.tree_map(pad, tree)
+
+
+def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves, keep, devices):
     key = ("ensemble", id(system), id(method), tuple(sorted(options.items())), save_every,
-           chunk_saves, tuple(x.shape for x in x0s), keep)
+           chunk_saves, tuple(x.shape for x in x0s), keep, len(devices))
     entry = _COMPILED.get(key)
     if entry is None:
         scheme = _build(system, method, x0s[0][0], options)
@@ -597,12 +725,12 @@ def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves,
             outs = _node_outputs(system, scheme.observe(state, h))
             return state, {k: v for k, v in outs.items() if keep is None or k in keep}
 
-        start_v = jax.vmap(start, in_axes=(0, None))
+        start_v = _over_devices(jax.vmap(start, in_axes=(0, None)), 1, devices)
         start_c = jax.jit(start_v).lower(x0s, h).compile()
         state0, _ = start_c(x0s, h)
         one = jax.tree_util.tree_map(lambda a: a[0], state0)
-        chunk = jax.vmap(_make_chunk(system, scheme, chunk_saves, one, h, keep),
-                         in_axes=(0, None, None, None))
+        chunk = _over_devices(jax.vmap(_make_chunk(system, scheme, chunk_saves, one, h, keep),
+                                       in_axes=(0, None, None, None)), 1, devices)
         chunk_c = jax.jit(chunk).lower(state0, h, jnp.array(0, jnp.int32),
                                        jnp.array(save_every, jnp.int32)).compile()
         entry = (system, method, start_c, chunk_c)
@@ -610,13 +738,14 @@ def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves,
     return entry[2], entry[3]
 
 
-def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_every, chunk_saves, keep):
+def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_every, chunk_saves, keep,
+                             devices):
     """As :func:`_compiled_ensemble`, for a system factory vmapped over a parameter pytree: each
     member builds its system and scheme from its own (traced) parameters."""
     leaves, treedef = jax.tree_util.tree_flatten(params)
     key = ("param-ensemble", id(factory), id(method), tuple(sorted(options.items())), save_every,
            chunk_saves, tuple(x.shape for x in x0s), keep, treedef,
-           tuple((a.shape, str(a.dtype)) for a in leaves))
+           tuple((a.shape, str(a.dtype)) for a in leaves), len(devices))
     entry = _COMPILED.get(key)
     if entry is None:
         x0_one = x0s[0][0]
@@ -635,7 +764,8 @@ def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_ever
             outs = _node_outputs(system, scheme.observe(state, h))
             return state, {k: v for k, v in outs.items() if keep is None or k in keep}
 
-        start_c = jax.jit(jax.vmap(start, in_axes=(0, 0, None))).lower(params, x0s, h).compile()
+        start_v = _over_devices(jax.vmap(start, in_axes=(0, 0, None)), 2, devices)
+        start_c = jax.jit(start_v).lower(params, x0s, h).compile()
         state0, _ = start_c(params, x0s, h)
         one = jax.tree_util.tree_map(lambda a: a[0], state0)
 
@@ -643,7 +773,7 @@ def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_ever
             system, scheme = scheme_of(p)
             return _make_chunk(system, scheme, chunk_saves, one, h, keep)(state, h, n_active, n_sub)
 
-        chunk_v = jax.vmap(chunk, in_axes=(0, 0, None, None, None))
+        chunk_v = _over_devices(jax.vmap(chunk, in_axes=(0, 0, None, None, None)), 2, devices)
         chunk_c = jax.jit(chunk_v).lower(params, state0, h, jnp.array(0, jnp.int32),
                                          jnp.array(save_every, jnp.int32)).compile()
         entry = (factory, method, start_c, chunk_c)
@@ -677,10 +807,17 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
              metadata: dict | None = None, params=None, **kwargs) -> Ensemble:
     """Integrate B trajectories in one compiled, vectorised (``jax.vmap``) call.
 
+    On a CPU with several cores the members are split evenly over the JAX CPU devices that
+    dalembert requests at import, one per core (:func:`request_cpu_devices`; B is padded to a
+    multiple of the device count with copies of member 0, which are dropped): each device runs
+    its own vmapped loop, with no communication. ``metadata["devices"]`` says how many were used.
+
     Parameters
     ----------
-    system, method, h, t_final, save_every, project, progress, chunk_steps, metadata :
+    system, method, h, t_final, save_every, project, progress, metadata :
         as for :func:`integrate`.
+    chunk_steps : a compiled chunk keeps at most this many node records in all (B per saved
+        node) and runs at most :data:`ENSEMBLE_CHUNK_MEMBER_STEPS` member-steps.
     q0, v0 (or the system's ``state_names``) : arrays of shape (B, n): one initial state per
         member; each is validated as in :func:`integrate`. With ``params``, an unbatched state
         (shape (n,)) is shared by all members.
@@ -751,7 +888,10 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     keep_t = None if keep is None else tuple(sorted(set(keep)))
     n_steps = step_count(h, t_final, save_every)
     n_saves = n_steps // save_every
-    chunk_saves = _chunk_saves(n_saves, save_every, max(1, chunk_steps // max(1, B)))
+    # a chunk keeps at most chunk_steps records in all (B per saved node) and runs at most
+    # ENSEMBLE_CHUNK_MEMBER_STEPS member-steps (progress granularity)
+    chunk_saves = min(_chunk_saves(n_saves, save_every, max(1, ENSEMBLE_CHUNK_MEMBER_STEPS // B)),
+                      max(1, chunk_steps // B))
     md = {"system": system.name, "method": method.name, "traits": method.traits.as_dict(),
           "h": h, "t_final": n_steps * h, "n_steps": n_steps, "save_every": save_every,
           "members": B, "kept": list(keep_t) if keep_t else "all", "options": dict(kwargs),
@@ -760,13 +900,18 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
         md["params"] = jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), params)
     md.update(metadata or {})
     hj = jnp.asarray(h, jnp.float64)
+    devices = ensemble_devices(B)
+    B_padded = -(-B // len(devices)) * len(devices)
+    x0s = _pad_members(x0s, B_padded)
+    md["devices"] = len(devices)
     t_c = time.perf_counter()
     if factory is None:
-        start, chunk = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves, keep_t)
+        start, chunk = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves, keep_t,
+                                          devices)
     else:
         try:
-            start, chunk = _compiled_param_ensemble(factory, method, kwargs, params, x0s, hj, save_every,
-                                                    chunk_saves, keep_t)
+            start, chunk = _compiled_param_ensemble(factory, method, kwargs, _pad_members(params, B_padded),
+                                                    x0s, hj, save_every, chunk_saves, keep_t, devices)
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as exc:
             raise InputError(f"ensemble(params=...): {method.name} on this system needs concrete values of "
                              f"the parameters when it is built; batch over parameters that enter only the "
@@ -774,7 +919,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     t_run = time.perf_counter()
     state, out0 = start(x0s, hj)
     arrays, failure, _, _, wall = _run_chunks(
-        chunk, state, hj, out0, n_saves, chunk_saves, save_every, progress, md, batched=True)
+        chunk, state, hj, out0, n_saves, chunk_saves, save_every, progress, md, batched=True, members=B)
     n_nodes = next(iter(arrays.values())).shape[1]
     t = h * save_every * np.arange(n_nodes)
     md.update({"wall_time_s": wall, "compile_time_s": t_run - t_c,

@@ -26,3 +26,40 @@ def test_unknown_jaxlib_is_left_alone(monkeypatch):
     env = {}
     assert not engine.request_no_ynn_fusions(env)
     assert env == {}
+
+
+# --- engine.request_cpu_devices: one CPU device per core for ensembles -----------------------------
+
+class _Config:
+    """Stands in for jax.config: records the update, or raises as JAX does once backends started."""
+
+    def __init__(self, started=False, preset=-1):
+        self.jax_num_cpu_devices = preset
+        self.started = started
+
+    def update(self, name, value):
+        if self.started:
+            raise RuntimeError("jax_num_cpu_devices config should be updated before backends are initialized")
+        setattr(self, name, value)
+
+
+def test_cpu_devices_requested_with_a_thread_pool_one_larger():
+    cfg, env = _Config(), {"DALEMBERT_CPU_DEVICES": "3"}
+    assert engine.request_cpu_devices(env, cfg) == 3
+    assert cfg.jax_num_cpu_devices == 3
+    assert env["NPROC"] == "4"          # more pool threads than devices: no LAPACK batch-map deadlock
+
+
+def test_cpu_devices_respect_nproc_opt_out_and_existing_settings():
+    cfg, env = _Config(), {"DALEMBERT_CPU_DEVICES": "4", "NPROC": "3"}
+    assert engine.request_cpu_devices(env, cfg) == 2 and env["NPROC"] == "3"
+    for env, cfg in (({"DALEMBERT_CPU_DEVICES": "1"}, _Config()),
+                     ({"DALEMBERT_CPU_DEVICES": "4", "NPROC": "2"}, _Config()),
+                     ({"DALEMBERT_CPU_DEVICES": "4", "XLA_FLAGS": "--xla_force_host_platform_device_count=8"},
+                      _Config()),
+                     ({"DALEMBERT_CPU_DEVICES": "4"}, _Config(preset=6)),
+                     ({"DALEMBERT_CPU_DEVICES": "4"}, _Config(started=True))):
+        before = dict(env)
+        assert engine.request_cpu_devices(env, cfg) == 1
+        assert env == before                                   # nothing changed
+        assert cfg.jax_num_cpu_devices in (-1, 6)

@@ -133,3 +133,43 @@ def test_ensemble_over_parameters_batched_states_and_errors():
     with pytest.raises(dl.InputError, match="concrete"):
         dl.ensemble(lambda p: _sleigh(p, metric_param=True), "nh-rattle",
                     params=dict(params, m=np.array([1.0, 2.0])), q0=q0, v0=v0, h=0.05, t_final=1.0)
+
+
+# --- members split over the CPU devices (engine.request_cpu_devices) ----------------------------
+
+needs_two_devices = pytest.mark.skipif(len(__import__("jax").devices()) < 2,
+                                       reason="one CPU device (a one-core machine or DALEMBERT_CPU_DEVICES=1)")
+
+
+@needs_two_devices
+def test_members_over_devices_equal_one_device_and_padding_is_dropped(quartic, monkeypatch):
+    import jax
+    from dalembert import engine
+    q0, v0 = batch(np.linspace(0.2, 1.3, 5))               # 5 members: padded to 6 on 2 devices
+    kw = dict(q0=q0, v0=v0, h=0.05, t_final=3.0, save_every=3)
+    split = dl.ensemble(quartic.system, "si-dla", **kw)
+    assert split.metadata["devices"] == min(len(jax.devices()), 5)
+    assert split.q.shape == (5, 21, 7)
+    monkeypatch.setattr(engine, "ensemble_devices", lambda B: jax.devices()[:1])
+    one = dl.ensemble(quartic.system, "si-dla", **kw)
+    assert one.metadata["devices"] == 1
+    np.testing.assert_allclose(split.q, one.q, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(split.energy, one.energy, rtol=0, atol=1e-13)
+    # members differ (a wrong member order or a padding copy in the output would show here)
+    assert np.min(np.abs(np.diff(split.q[:, -1, 0]))) > 1e-3
+
+
+@needs_two_devices
+def test_failing_member_on_the_second_device_is_named():
+    import jax.numpy as jnp
+    wall = dl.NonholonomicSystem(
+        mass_matrix=np.eye(3), potential=lambda q: 0.5 * jnp.sum(q * q) + 0.0 * jnp.sqrt(1.0 - q[0]),
+        constraint_matrix=lambda q: jnp.stack([-q[1], 0.0 * q[1], 1.0 + 0.0 * q[1]])[None, :],
+        name="sqrt-wall")
+    q0 = np.zeros((3, 3))
+    v0 = np.array([[0.5, 0.3, 0.0], [0.6, 0.3, 0.0], [1.5, 0.3, 0.0]])  # member 2 crosses x = 1
+    with pytest.raises(dl.ConvergenceError, match="ensemble member 2") as ei:
+        dl.ensemble(wall, "nh-rattle", q0=q0, v0=v0, h=0.05, t_final=2.0)
+    tr = ei.value.trajectory
+    alone = dl.integrate(wall, "nh-rattle", q0=q0[2], v0=v0[2], h=0.05, t_final=(len(tr) - 1) * 0.05)
+    np.testing.assert_allclose(tr.q, alone.q, atol=1e-13, rtol=0)

@@ -88,6 +88,7 @@ class AlmostPoissonSystem:
         self.n_config = n_config
         self.name = str(name)
         self._checker = None
+        self._shapes_ok: set = set()
 
     def __repr__(self):
         return f"AlmostPoissonSystem(name={self.name!r})"
@@ -141,15 +142,18 @@ class AlmostPoissonSystem:
         """
         x = _as_vector(x0, "x0")
         N = x.size
-        xs = jax.ShapeDtypeStruct((N,), jnp.float64)
-        for nm, fn in (("poisson_matrix", self.poisson_matrix), ("hamiltonian", lambda y: jnp.asarray(self._h(y)))):
-            try:
-                shape = tuple(jax.eval_shape(fn, xs).shape)
-            except Exception as exc:  # a user's callable may raise anything
-                raise SystemError_(f"{nm}(x0) raised {type(exc).__name__}: {exc}") from exc
-            want = (N, N) if nm == "poisson_matrix" else ()
-            if shape != want and not (nm == "hamiltonian" and shape == (1,)):
-                raise SystemError_(f"{nm}(x0) returned shape {shape}; expected {want} for x0 of shape {(N,)}")
+        if N not in self._shapes_ok:        # traced once per length (ensembles check every member)
+            xs = jax.ShapeDtypeStruct((N,), jnp.float64)
+            for nm, fn in (("poisson_matrix", self.poisson_matrix),
+                           ("hamiltonian", lambda y: jnp.asarray(self._h(y)))):
+                try:
+                    shape = tuple(jax.eval_shape(fn, xs).shape)
+                except Exception as exc:  # a user's callable may raise anything
+                    raise SystemError_(f"{nm}(x0) raised {type(exc).__name__}: {exc}") from exc
+                want = (N, N) if nm == "poisson_matrix" else ()
+                if shape != want and not (nm == "hamiltonian" and shape == (1,)):
+                    raise SystemError_(f"{nm}(x0) returned shape {shape}; expected {want} for x0 of shape {(N,)}")
+            self._shapes_ok.add(N)
         if self._checker is None:
             self._checker = jax.jit(lambda y: (self.poisson_matrix(y), self.hamiltonian(y),
                                                self.grad_hamiltonian(y), self.constraint_residual(y),

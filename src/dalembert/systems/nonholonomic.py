@@ -313,6 +313,31 @@ class NonholonomicSystem:
                                                 self.grad_potential(x)))
         return self._eval_all(q)
 
+    def _check_shapes(self, q):
+        """The output shapes of the callables for a q of this length (by tracing only); a
+        length that passed once is not traced again (ensembles check every member)."""
+        n = q.size
+        if n in self.__dict__.setdefault("_shapes_ok", set()):
+            return
+        qj = jnp.asarray(q)
+        _expect_shape(_shape_of(self.mass_matrix, "mass_matrix", qj), "mass_matrix", (n, n),
+                      "the kinetic metric G(q)", q)
+        vshape = _shape_of(self._potential or (lambda x: 0.0 * x[0]), "potential", qj)
+        if vshape not in ((), (1,)):
+            _expect_shape(vshape, "potential", (), "a scalar", q)
+        mshape = _shape_of(self.constraint_matrix, "constraint_matrix", qj)
+        if len(mshape) != 2 or mshape[1] != n:
+            raise SystemError_(
+                f"constraint_matrix(q0) returned shape {mshape}; expected (m, {n}) "
+                f"(one row per constraint) for q0 of shape {q.shape}")
+        m = mshape[0]
+        if not 1 <= m < n:
+            raise SystemError_(f"constraint_matrix(q0) has {m} rows; need 1 ≤ m < n = {n}")
+        if self._nu is not None:
+            _expect_shape(_shape_of(self._nu, "constraint_rhs", qj), "constraint_rhs", (m,),
+                          "ν(q), one entry per constraint", q)
+        self._shapes_ok.add(n)
+
     def check(self, q0, v0=None, *, project: bool = False, tol: float = 1e-10):
         """Validate the system at an initial state and return it as float64 arrays.
 
@@ -339,22 +364,7 @@ class NonholonomicSystem:
         q = _as_vector(q0, "q0")
         n = q.size
         qj = jnp.asarray(q)
-        _expect_shape(_shape_of(self.mass_matrix, "mass_matrix", qj), "mass_matrix", (n, n),
-                      "the kinetic metric G(q)", q)
-        vshape = _shape_of(self._potential or (lambda x: 0.0 * x[0]), "potential", qj)
-        if vshape not in ((), (1,)):
-            _expect_shape(vshape, "potential", (), "a scalar", q)
-        mshape = _shape_of(self.constraint_matrix, "constraint_matrix", qj)
-        if len(mshape) != 2 or mshape[1] != n:
-            raise SystemError_(
-                f"constraint_matrix(q0) returned shape {mshape}; expected (m, {n}) "
-                f"(one row per constraint) for q0 of shape {q.shape}")
-        m = mshape[0]
-        if not 1 <= m < n:
-            raise SystemError_(f"constraint_matrix(q0) has {m} rows; need 1 ≤ m < n = {n}")
-        if self._nu is not None:
-            _expect_shape(_shape_of(self._nu, "constraint_rhs", qj), "constraint_rhs", (m,),
-                          "ν(q), one entry per constraint", q)
+        self._check_shapes(q)
         G, V, mu, nu, dV = (np.asarray(x) for x in self._evaluate_all(qj))
         for x, nm in ((G, "mass_matrix"), (V, "potential"), (mu, "constraint_matrix"),
                       (nu, "constraint_rhs"), (dV, "potential (gradient)")):
