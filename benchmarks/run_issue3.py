@@ -15,7 +15,8 @@ Reports
     ``--max-seconds`` is run on a shorter horizon and its full-study time is extrapolated
     (marked "extrapolated");
 (c) ensemble throughput against the same trajectories run one at a time with ``dl.integrate``
-    (after compilation; the whole call is timed, input checks included), B = 20 and 200.
+    (after compilation; on both sides the whole call is timed, input checks included), B = 20
+    and 200.
 
 Both machines' cores are used (no pinning): the variance-study target (< 10 minutes) is stated
 for this 2-core machine.
@@ -77,18 +78,24 @@ def steps_per_second(quick):
     return rows
 
 
-def _ensemble(model, name, alphas, h, t_final, save_every=100):
+def _initial_states(model, name, alphas):
+    """The ensemble's initial-state keywords: (q0, v0) of shape (B, 7), or x0 (B, 13) on the
+    almost-Poisson form for the DG methods."""
     q0 = np.empty((alphas.size, 7))
     v0 = np.empty((alphas.size, 7))
     for i, a in enumerate(alphas):
         q0[i], v0[i] = initial_state(3, a)
     if name.startswith("dg-"):
         ap = model.almost_poisson
-        x0 = np.asarray(jax.jit(jax.vmap(ap.reduce))(jnp.asarray(q0), jnp.asarray(v0)))
-        return dl.ensemble(ap, name, x0=x0, h=h, t_final=t_final, save_every=save_every, keep=["energy"],
-                           progress=False)
-    return dl.ensemble(model.system, name, q0=q0, v0=v0, h=h, t_final=t_final, save_every=save_every,
-                       keep=["energy"], progress=False)
+        return {"x0": np.asarray(jax.jit(jax.vmap(ap.reduce))(jnp.asarray(q0), jnp.asarray(v0)))}
+    return {"q0": q0, "v0": v0}
+
+
+def _ensemble(model, name, alphas, h, t_final, save_every=100, states=None):
+    states = states if states is not None else _initial_states(model, name, alphas)
+    system = model.almost_poisson if name.startswith("dg-") else model.system
+    return dl.ensemble(system, name, h=h, t_final=t_final, save_every=save_every, keep=["energy"],
+                       progress=False, **states)
 
 
 def variance_study(quick, max_seconds):
@@ -127,15 +134,23 @@ def ensemble_speedup(quick):
 
 
 def _ensemble_speedup(quick, B):
+    """Both sides timed as whole calls after compilation (input checks, dispatch and output
+    included): the ensemble call of B members, and B − 1 ``dl.integrate`` calls (member 0 pays
+    the compilation) scaled to B. Best of 3 for the ensemble."""
     rows = []
     model = dl.models.get("chaotic-quartic")
     alphas = np.random.default_rng(1).uniform(0.0, np.pi / 2, B)
     for name in ("si-dla", "spark-lobatto2", "i-dla", "dg-gonzalez"):
         steps = 1000 if (quick or name.startswith("dg-")) else 10000
         T = steps * 0.1
-        _ensemble(model, name, alphas, 0.1, T)                     # compile
-        ens = _ensemble(model, name, alphas, 0.1, T)
-        ens_rate = ens.metadata["trajectory_steps_per_second"]
+        states = _initial_states(model, name, alphas)                   # built outside the timing,
+        ens = _ensemble(model, name, alphas, 0.1, T, states=states)     # as for the loop below; compiles
+        best = np.inf
+        for _ in range(1 if quick else 3):
+            t1 = time.perf_counter()
+            ens = _ensemble(model, name, alphas, 0.1, T, states=states)
+            best = min(best, time.perf_counter() - t1)
+        ens_rate = B * steps / best
         walls = []
         for i, a in enumerate(alphas):
             q0, v0 = initial_state(3, a)
@@ -150,9 +165,10 @@ def _ensemble_speedup(quick, B):
             if i > 0:                 # member 0 paid the compilation; the others: the whole call
                 walls.append(time.perf_counter() - t1)
         one_rate = steps / np.mean(walls)
-        rows.append(("chaotic-quartic", name, B, ens_rate, one_rate, ens_rate / one_rate))
+        rows.append(("chaotic-quartic", name, B, ens_rate, one_rate, ens_rate / one_rate,
+                     ens.metadata.get("devices", 1)))
         print(f"  ensemble {name:16s} B={B}: {ens_rate:12.0f} vs {one_rate:12.0f} one at a time "
-              f"({ens_rate / one_rate:.2f}×)", flush=True)
+              f"({ens_rate / one_rate:.2f}×, {ens.metadata.get('devices', 1)} devices)", flush=True)
     return rows
 
 
@@ -175,10 +191,12 @@ def markdown(a, b, c, quick, started, elapsed):
     out += ["", f"Total: {total:,.0f} s ({total / 60:.1f} min), of which measured {measured:,.0f} s; "
             f"target < 10 min: {'met' if total < 600 else 'NOT met'}.", "",
             "### (c) Ensemble against one trajectory at a time (chaotic quartic, h = 0.1)", "",
-            "| method | B | ensemble traj-steps/s | one at a time traj-steps/s | ratio (target ≥ 5×) |",
-            "|---|---:|---:|---:|---:|"]
-    for m, name, B, er, orate, ratio in c:
-        out.append(f"| {name} | {B} | {er:,.0f} | {orate:,.0f} | {ratio:.2f}× |")
+            "Both sides are whole calls after compilation; the ensemble's members are split over "
+            "the CPU devices (one per core).", "",
+            "| method | B | devices | ensemble traj-steps/s | one at a time traj-steps/s | ratio (target ≥ 5×) |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for m, name, B, er, orate, ratio, ndev in c:
+        out.append(f"| {name} | {B} | {ndev} | {er:,.0f} | {orate:,.0f} | {ratio:.2f}× |")
     return "\n".join(out) + "\n"
 
 

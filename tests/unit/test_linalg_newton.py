@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dalembert  # noqa: F401  (enables float64)
 from dalembert import linalg
@@ -208,3 +210,21 @@ def test_simplified_newton_same_root_linear_rate():
 def test_simplified_newton_reports_failure_without_root():
     res = newton(lambda x: x ** 2 + 1.0, jnp.array([0.5]), max_iter=25, simplified=True)
     assert not bool(res.converged)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 9), st.integers(0, 10_000))
+def test_constant_metric_factor_inverse_equals_the_cholesky_solves(n, seed):
+    """A constant metric applies G⁻¹ as a product with its precomputed inverse; it must agree with
+    the two triangular solves of the Cholesky factor (and with LAPACK) to round-off."""
+    from dalembert.systems.nonholonomic import MetricFactor, constant_metric_factor
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(n, n))
+    G = A @ A.T + n * np.eye(n)
+    f = constant_metric_factor(G)
+    chol = MetricFactor(f.L)                                 # no inverse: the substitution path
+    b, B = rng.normal(size=n), rng.normal(size=(n, 3))
+    for rhs in (b, B):
+        x = np.asarray(f.solve(jnp.asarray(rhs)))
+        np.testing.assert_allclose(x, np.asarray(chol.solve(jnp.asarray(rhs))), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(G @ x, rhs, rtol=0, atol=1e-12 * np.linalg.cond(G))

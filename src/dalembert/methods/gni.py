@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import linalg
 from ..solvers.newton import MAX_ITER, RTOL, newton
-from ..systems.nonholonomic import MetricFactor
+from ..systems.nonholonomic import MetricFactor, constant_metric_factor
 from . import discrete_lagrangians as dls
 from .base import Method, Observation, Scheme, StepInfo, Traits, explicit_info
 
@@ -51,8 +51,7 @@ class GNIState(NamedTuple):
 def metric_factor_fn(system, q0):
     """A function q -> MetricFactor; for a constant metric the factor is computed once, here."""
     if system.constant_metric(q0):
-        L = jnp.asarray(np.linalg.cholesky(np.asarray(system.mass_matrix(jnp.asarray(q0)))))
-        const = MetricFactor(L)
+        const = constant_metric_factor(system.mass_matrix(jnp.asarray(q0)))
         return lambda q: const
     return system.factor_metric
 
