@@ -783,6 +783,29 @@ def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_ever
             lambda state, h, n_active, n_sub: chunk_c(params, state, h, n_active, n_sub))
 
 
+def _checked_members(system, systems, batch, project):
+    """The validated initial states of all members, as (B, ...) float64 arrays. Member 0 is
+    checked as :func:`integrate` checks it (callables, shapes, values); a system with
+    ``initial_states_ok`` then judges the values of all members in one vectorised call and only
+    the members it flags are checked one by one (for their error message, or their projection).
+    An error names the member."""
+    B = batch[0].shape[0]
+
+    def one(i):
+        try:
+            sys_i = system if systems is None else systems[i]
+            return sys_i.check_initial_state(*[b[i] for b in batch], project=project)
+        except InputError as exc:
+            raise InputError(f"ensemble member {i}: {exc}") from exc
+
+    first = one(0)
+    fast = getattr(system, "initial_states_ok", None) if systems is None else None
+    ok = np.asarray(fast(*batch), bool) if fast is not None and B > 1 else np.zeros(B, bool)
+    members = [first] + [tuple(np.asarray(b[i], np.float64) for b in batch) if ok[i] else one(i)
+                         for i in range(1, B)]
+    return [np.stack([m[j] for m in members]) for j in range(len(batch))]
+
+
 def _batched_params(params):
     """(params as a pytree of float64/int JAX arrays, B) for ``ensemble(params=...)``."""
     leaves, treedef = jax.tree_util.tree_flatten(params)
@@ -877,14 +900,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     B = batch[0].shape[0]
     if factory is not None and B != B_p:
         raise InputError(f"ensemble: {B} initial states but {B_p} parameter sets")
-    members = []
-    for i in range(B):
-        try:
-            sys_i = system if factory is None else systems[i]
-            members.append(sys_i.check_initial_state(*[b[i] for b in batch], project=project))
-        except InputError as exc:
-            raise InputError(f"ensemble member {i}: {exc}") from exc
-    x0s = tuple(jnp.asarray(np.stack([m[j] for m in members])) for j in range(len(names)))
+    x0s = tuple(jnp.asarray(a) for a in _checked_members(system, systems if factory else None, batch, project))
     keep_t = None if keep is None else tuple(sorted(set(keep)))
     n_steps = step_count(h, t_final, save_every)
     n_saves = n_steps // save_every

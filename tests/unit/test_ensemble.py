@@ -54,6 +54,22 @@ def test_inconsistent_batches_and_bad_members_are_named(quartic):
         dl.ensemble(quartic.system, "nh-rattle", q0=q0, v0=bad, h=0.1, t_final=1.0)
     with pytest.raises(dl.InputError, match="compiled method"):
         dl.ensemble(quartic.system, "reference", q0=q0, v0=v0, h=0.1, t_final=1.0)
+    # the members after the first are judged in one vectorised call: a bad one is still named
+    nan = q0.copy()
+    nan[2, 3] = np.nan
+    with pytest.raises(dl.InputError, match="ensemble member 2: q0 contains non-finite"):
+        dl.ensemble(quartic.system, "nh-rattle", q0=nan, v0=v0, h=0.1, t_final=1.0)
+    ens = dl.ensemble(quartic.system, "nh-rattle", q0=q0, v0=bad, h=0.1, t_final=0.2, project=True)
+    np.testing.assert_allclose(ens.v[[0, 2], 0], v0[[0, 2]], rtol=0, atol=1e-15)   # as given
+    w = q0[1, 1:4]
+    assert abs(ens.v[1, 0, 0] + w @ ens.v[1, 0, 4:]) < 1e-14                      # member 1 projected
+    assert np.max(np.abs(ens.v[1, 0] - bad[1])) > 0.1
+    ap = quartic.almost_poisson
+    import jax
+    x0 = np.array(jax.vmap(ap.reduce)(q0, v0))
+    x0[1, 0] = np.inf
+    with pytest.raises(dl.InputError, match="ensemble member 1: x0 contains non-finite"):
+        dl.ensemble(ap, "dg-gonzalez", x0=x0, h=0.1, t_final=1.0)
 
 
 def test_failing_member_is_named_with_its_partial_trajectory():

@@ -173,6 +173,29 @@ class AlmostPoissonSystem:
                 f"x0 violates the constraint: residual {res} (max {np.max(np.abs(res)):.3e})", res)
         return (x,)
 
+    def initial_states_ok(self, x0s, *, tol: float = 1e-10):
+        """Which of B initial states pass every value check of :meth:`check_initial_state`
+        (after its shape checks passed for one of them): a (B,) bool array, computed in one
+        vectorised call (for ``dl.ensemble``; members flagged False are checked one by one)."""
+        x = np.asarray(x0s, np.float64)
+        if x.ndim != 2 or x.shape[1] not in self._shapes_ok:
+            return np.zeros(x.shape[0] if x.ndim else 0, bool)
+        if getattr(self, "_checker_batch", None) is None:
+            self._checker_batch = jax.jit(jax.vmap(lambda y: (
+                self.poisson_matrix(y), self.hamiltonian(y), self.grad_hamiltonian(y),
+                self.constraint_residual(y), self.degeneracy(y))))
+        P, H, dH, res, deg = (np.asarray(a) for a in self._checker_batch(jnp.asarray(x)))
+        B = x.shape[0]
+        ok = np.isfinite(x).all(1)
+        for a in (P, H, dH, res):
+            ok &= np.isfinite(a.reshape(B, -1)).all(1)
+        skew = np.abs(P + np.swapaxes(P, 1, 2)).reshape(B, -1).max(1)
+        ok &= skew <= 1e-12 * np.maximum(1.0, np.abs(P).reshape(B, -1).max(1))
+        ok &= np.asarray(deg).reshape(B) > DEGENERACY_TOL
+        if res.size:
+            ok &= np.abs(res.reshape(B, -1)).max(1) <= tol * np.maximum(1.0, np.abs(x).max(1))
+        return ok
+
     def diagnostics(self, obs: dict) -> dict:
         """Node diagnostics from a method's observation {x, ...}: energy H(x) and
         constraint_residual (k,) (zero-length without a constraint)."""

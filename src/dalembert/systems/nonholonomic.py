@@ -332,6 +332,39 @@ class NonholonomicSystem:
                                                 self.grad_potential(x)))
         return self._eval_all(q)
 
+    def initial_states_ok(self, q0s, v0s, *, tol: float = 1e-10):
+        """Which of B initial states pass every value check of :meth:`check` (after its shape
+        checks passed for one of them): a (B,) bool array, computed in one vectorised call.
+
+        For ``dl.ensemble``: the members flagged False are checked one by one (for the error
+        message, or the projection); the others are used as given. Conservative: False also for
+        inputs this cannot judge (wrong shapes).
+        """
+        q = np.asarray(q0s, np.float64)
+        v = np.asarray(v0s, np.float64)
+        if q.ndim != 2 or v.shape != q.shape or q.shape[1] not in self.__dict__.get("_shapes_ok", ()):
+            return np.zeros(q.shape[0] if q.ndim else 0, bool)
+        if getattr(self, "_eval_all_batch", None) is None:
+            self._eval_all_batch = jax.jit(jax.vmap(lambda x: (
+                self.mass_matrix(x), self.potential(x), self.constraint_matrix(x), self.constraint_rhs(x),
+                self.grad_potential(x))))
+        G, V, mu, nu, dV = (np.asarray(a) for a in self._eval_all_batch(jnp.asarray(q)))
+        B = q.shape[0]
+        ok = np.isfinite(q).all(1) & np.isfinite(v).all(1)
+        for a in (G, V, mu, nu, dV):
+            ok &= np.isfinite(a.reshape(B, -1)).all(1)
+        G = np.where(ok[:, None, None], G, np.eye(G.shape[-1]))        # keep the batched LAPACK calls finite
+        mu = np.where(ok[:, None, None], mu, 1.0)
+        scale = np.maximum(1.0, np.abs(G).reshape(B, -1).max(1))
+        ok &= np.abs(G - np.swapaxes(G, 1, 2)).reshape(B, -1).max(1) <= 1e-12 * scale
+        eig = np.linalg.eigvalsh(G)
+        ok &= eig[:, 0] > 1e-14 * np.maximum(np.abs(eig[:, -1]), 1e-300)
+        sv = np.linalg.svd(mu, compute_uv=False)
+        ok &= sv[:, -1] > 1e-10 * np.maximum(sv[:, 0], 1e-300)
+        res = np.einsum("bij,bj->bi", mu, np.where(ok[:, None], v, 0.0)) - nu.reshape(B, -1)
+        ok &= np.abs(res).max(1) <= tol * np.maximum(1.0, np.abs(v).max(1))
+        return ok
+
     def _check_shapes(self, q):
         """The output shapes of the callables for a q of this length (by tracing only); a
         length that passed once is not traced again (ensembles check every member)."""
