@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dalembert as dl
+from _report import publish
 from dalembert.models.chaotic_quartic import initial_state
 
 DG = ("dg-avf", "dg-gonzalez", "dg-itoh-abe", "dg-itoh-abe-sym", "implicit-midpoint")
@@ -214,14 +215,8 @@ def main(argv=None):
     a = steps_per_second(args.quick) if "a" in args.parts else []
     b = variance_study(args.quick, args.max_seconds) if "b" in args.parts else []
     c = ensemble_speedup(args.quick) if "c" in args.parts else []
-    md = markdown(a, b, c, args.quick, started, time.perf_counter() - t0)
-    if args.note:
-        head, rest = md.split("\n\n", 1)
-        md = head + "\n\n" + args.note.strip() + "\n\n" + rest
-    print(md)
-    if args.append:
-        with open(args.append, "a", encoding="utf-8") as f:
-            f.write("\n" + md)
+    publish(markdown(a, b, c, args.quick, started, time.perf_counter() - t0), args.note,
+            append=args.append)
     return 0
 
 

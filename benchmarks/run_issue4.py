@@ -31,6 +31,7 @@ import numpy as np
 
 import dalembert as dl
 from dalembert.bench import numpy_lie
+from _report import publish
 
 METHODS = numpy_lie.METHODS
 H = 0.01
@@ -140,16 +141,8 @@ def main(argv=None):
     w0s = np.zeros((B, 3))
     w0s[:, :2] = rng.uniform(-1.0, 1.0, (B, 2))
     b = ensemble(system, R0, w0s, {r[0]: r[2] for r in a}, args.quick)
-    md = markdown(a, b, args.quick, started, time.perf_counter() - t0, load0, _load())
-    if args.note:
-        head, rest = md.split("\n\n", 1)
-        md = head + "\n\n" + args.note.strip() + "\n\n" + rest
-    print(md)
-    if args.out:
-        args.out.write_text("# Issue-4 benchmark results\n\n" + md, encoding="utf-8")
-    if args.append:
-        with open(args.append, "a", encoding="utf-8") as f:
-            f.write("\n" + md)
+    publish(markdown(a, b, args.quick, started, time.perf_counter() - t0, load0, _load()), args.note,
+            out=args.out, out_heading="# Issue-4 benchmark results\n\n", append=args.append)
     return 0
 
 
