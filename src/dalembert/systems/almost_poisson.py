@@ -31,6 +31,8 @@ from .nonholonomic import _as_vector
 #: and its derivatives vary ever faster there and the chart (q, ρ) ends. The window it flags is
 #: wide (for the sleigh about ±0.3 rad of heading) so that no step can jump over it.
 DEGENERACY_TOL = 0.05
+#: Π(x0) counts as skew when max |Π + Πᵀ| ≤ SKEW_RTOL · max(1, max |Π|).
+SKEW_RTOL = 1e-12
 
 
 class AlmostPoissonSystem:
@@ -127,6 +129,11 @@ class AlmostPoissonSystem:
         return jnp.asarray(self._degeneracy(x), dtype=jnp.float64).reshape(())
 
     # --- the system-kind protocol used by the engine -------------------------------------
+    def _values(self, x):
+        """(Π, H, ∇H, constraint residual, chart conditioning) at x: what the value checks look at."""
+        return (self.poisson_matrix(x), self.hamiltonian(x), self.grad_hamiltonian(x),
+                self.constraint_residual(x), self.degeneracy(x))
+
     def check_initial_state(self, x0, *, project: bool = False, tol: float = 1e-10):
         """Validate the system at x0 and return ``(x0,)`` as a numpy float64 array.
 
@@ -155,16 +162,14 @@ class AlmostPoissonSystem:
                     raise SystemError_(f"{nm}(x0) returned shape {shape}; expected {want} for x0 of shape {(N,)}")
             self._shapes_ok.add(N)
         if self._checker is None:
-            self._checker = jax.jit(lambda y: (self.poisson_matrix(y), self.hamiltonian(y),
-                                               self.grad_hamiltonian(y), self.constraint_residual(y),
-                                               self.degeneracy(y)))
+            self._checker = jax.jit(self._values)
         P, H, dH, res, deg = (np.asarray(a) for a in self._checker(jnp.asarray(x)))
         for a, nm in ((P, "poisson_matrix"), (H, "hamiltonian"), (dH, "hamiltonian (gradient)"),
                       (res, "constraint")):
             if not np.all(np.isfinite(a)):
                 raise SystemError_(f"{nm}(x0) returned non-finite values: {a}")
         skew = float(np.max(np.abs(P + P.T)))
-        if skew > 1e-12 * max(1.0, float(np.max(np.abs(P)))):
+        if skew > SKEW_RTOL * max(1.0, float(np.max(np.abs(P)))):
             raise SystemError_(f"poisson_matrix(x0) is not skew-symmetric (max |Π + Πᵀ| = {skew:.3e})")
         if not deg > DEGENERACY_TOL:
             raise SystemError_(f"the adapted basis is degenerate at x0 (conditioning {float(deg):.3e})")
@@ -181,16 +186,14 @@ class AlmostPoissonSystem:
         if x.ndim != 2 or x.shape[1] not in self._shapes_ok:
             return np.zeros(x.shape[0] if x.ndim else 0, bool)
         if getattr(self, "_checker_batch", None) is None:
-            self._checker_batch = jax.jit(jax.vmap(lambda y: (
-                self.poisson_matrix(y), self.hamiltonian(y), self.grad_hamiltonian(y),
-                self.constraint_residual(y), self.degeneracy(y))))
+            self._checker_batch = jax.jit(jax.vmap(self._values))
         P, H, dH, res, deg = (np.asarray(a) for a in self._checker_batch(jnp.asarray(x)))
         B = x.shape[0]
         ok = np.isfinite(x).all(1)
         for a in (P, H, dH, res):
             ok &= np.isfinite(a.reshape(B, -1)).all(1)
         skew = np.abs(P + np.swapaxes(P, 1, 2)).reshape(B, -1).max(1)
-        ok &= skew <= 1e-12 * np.maximum(1.0, np.abs(P).reshape(B, -1).max(1))
+        ok &= skew <= SKEW_RTOL * np.maximum(1.0, np.abs(P).reshape(B, -1).max(1))
         ok &= np.asarray(deg).reshape(B) > DEGENERACY_TOL
         if res.size:
             ok &= np.abs(res.reshape(B, -1)).max(1) <= tol * np.maximum(1.0, np.abs(x).max(1))

@@ -50,6 +50,14 @@ def _depends_on_input(fn: Callable, x) -> bool:
     return any(id(v) in dep for v in jaxpr.outvars if type(v).__name__ != "Literal")
 
 
+#: Value checks of an initial state (:meth:`NonholonomicSystem.check` and its vectorised twin
+#: :meth:`NonholonomicSystem.initial_states_ok`): max |G − Gᵀ| ≤ SYMMETRY_RTOL · max(1, max |G|);
+#: λ_min(G) > DEFINITENESS_RTOL · |λ_max(G)|; σ_min(μ) > RANK_RTOL · σ_max(μ).
+SYMMETRY_RTOL = 1e-12
+DEFINITENESS_RTOL = 1e-14
+RANK_RTOL = 1e-10
+
+
 def _as_vector(x, name: str) -> np.ndarray:
     try:
         a = np.asarray(x, dtype=np.float64)
@@ -324,12 +332,15 @@ class NonholonomicSystem:
         return d
 
     # --- validation -------------------------------------------------------------------------
+    def _values(self, q):
+        """(G, V, μ, ν, ∇V) at q: what the value checks look at."""
+        return (self.mass_matrix(q), self.potential(q), self.constraint_matrix(q), self.constraint_rhs(q),
+                self.grad_potential(q))
+
     def _evaluate_all(self, q):
-        """(G, V, μ, ν, ∇V) at q in one compiled call (eager JAX ops would compile one by one)."""
+        """:meth:`_values` in one compiled call (eager JAX ops would compile one by one)."""
         if getattr(self, "_eval_all", None) is None:
-            self._eval_all = jax.jit(lambda x: (self.mass_matrix(x), self.potential(x),
-                                                self.constraint_matrix(x), self.constraint_rhs(x),
-                                                self.grad_potential(x)))
+            self._eval_all = jax.jit(self._values)
         return self._eval_all(q)
 
     def initial_states_ok(self, q0s, v0s, *, tol: float = 1e-10):
@@ -345,9 +356,7 @@ class NonholonomicSystem:
         if q.ndim != 2 or v.shape != q.shape or q.shape[1] not in self.__dict__.get("_shapes_ok", ()):
             return np.zeros(q.shape[0] if q.ndim else 0, bool)
         if getattr(self, "_eval_all_batch", None) is None:
-            self._eval_all_batch = jax.jit(jax.vmap(lambda x: (
-                self.mass_matrix(x), self.potential(x), self.constraint_matrix(x), self.constraint_rhs(x),
-                self.grad_potential(x))))
+            self._eval_all_batch = jax.jit(jax.vmap(self._values))
         G, V, mu, nu, dV = (np.asarray(a) for a in self._eval_all_batch(jnp.asarray(q)))
         B = q.shape[0]
         ok = np.isfinite(q).all(1) & np.isfinite(v).all(1)
@@ -356,11 +365,11 @@ class NonholonomicSystem:
         G = np.where(ok[:, None, None], G, np.eye(G.shape[-1]))        # keep the batched LAPACK calls finite
         mu = np.where(ok[:, None, None], mu, 1.0)
         scale = np.maximum(1.0, np.abs(G).reshape(B, -1).max(1))
-        ok &= np.abs(G - np.swapaxes(G, 1, 2)).reshape(B, -1).max(1) <= 1e-12 * scale
+        ok &= np.abs(G - np.swapaxes(G, 1, 2)).reshape(B, -1).max(1) <= SYMMETRY_RTOL * scale
         eig = np.linalg.eigvalsh(G)
-        ok &= eig[:, 0] > 1e-14 * np.maximum(np.abs(eig[:, -1]), 1e-300)
+        ok &= eig[:, 0] > DEFINITENESS_RTOL * np.maximum(np.abs(eig[:, -1]), 1e-300)
         sv = np.linalg.svd(mu, compute_uv=False)
-        ok &= sv[:, -1] > 1e-10 * np.maximum(sv[:, 0], 1e-300)
+        ok &= sv[:, -1] > RANK_RTOL * np.maximum(sv[:, 0], 1e-300)
         res = np.einsum("bij,bj->bi", mu, np.where(ok[:, None], v, 0.0)) - nu.reshape(B, -1)
         ok &= np.abs(res).max(1) <= tol * np.maximum(1.0, np.abs(v).max(1))
         return ok
@@ -422,16 +431,16 @@ class NonholonomicSystem:
                       (nu, "constraint_rhs"), (dV, "potential (gradient)")):
             _expect_finite(x, nm)
         scale = max(1.0, float(np.max(np.abs(G))))
-        if np.max(np.abs(G - G.T)) > 1e-12 * scale:
+        if np.max(np.abs(G - G.T)) > SYMMETRY_RTOL * scale:
             raise SystemError_(
                 f"mass_matrix(q0) is not symmetric (max |G - Gᵀ| = {np.max(np.abs(G - G.T)):.3e})")
         eig = np.linalg.eigvalsh(G)
-        if eig[0] <= 1e-14 * max(abs(eig[-1]), 1e-300):
+        if eig[0] <= DEFINITENESS_RTOL * max(abs(eig[-1]), 1e-300):
             raise SystemError_(
                 f"mass_matrix(q0) is not positive definite (eigenvalues {eig}); "
                 "the kinetic metric must be symmetric positive definite")
         sv = np.linalg.svd(mu, compute_uv=False)
-        if sv[-1] <= 1e-10 * max(sv[0], 1e-300):
+        if sv[-1] <= RANK_RTOL * max(sv[0], 1e-300):
             raise SystemError_(
                 f"constraint_matrix(q0) is rank-deficient (singular values {sv}); "
                 "its rows must be independent")
