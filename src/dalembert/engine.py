@@ -60,6 +60,19 @@ def _jaxlib_version() -> tuple:
     return tuple(parts)
 
 
+def _option_wanted(env, option: str, variable: str, force: str):
+    """Whether to add an XLA option to ``XLA_FLAGS``: None if it is there already (a value
+    given is kept); True if ``variable`` equals ``force`` (any jaxlib), False if it has the other
+    value of "0"/"1"; otherwise True only on :data:`SMALL_LOOP_JAXLIB_VERSIONS` (XLA aborts the
+    process on an option it does not know)."""
+    if option in env.get("XLA_FLAGS", ""):
+        return None
+    mode = env.get(variable, "").strip()
+    if mode in ("0", "1"):
+        return mode == force
+    return _jaxlib_version() in SMALL_LOOP_JAXLIB_VERSIONS
+
+
 def request_small_loop_kernels(environ=None) -> bool:
     """Add ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=<SMALL_LOOP_BYTES>`` to
     ``XLA_FLAGS``, so that XLA:CPU compiles each compiled chunk's loops into single kernels.
@@ -77,12 +90,10 @@ def request_small_loop_kernels(environ=None) -> bool:
     True if the option is in ``XLA_FLAGS`` after the call.
     """
     env = os.environ if environ is None else environ
-    mode = env.get("DALEMBERT_XLA_SMALL_LOOPS", "").strip()
+    wanted = _option_wanted(env, _SMALL_LOOP_OPTION, "DALEMBERT_XLA_SMALL_LOOPS", force="1")
+    if wanted is not True:
+        return wanted is None
     flags = env.get("XLA_FLAGS", "")
-    if _SMALL_LOOP_OPTION in flags:
-        return True
-    if mode == "0" or (mode != "1" and _jaxlib_version() not in SMALL_LOOP_JAXLIB_VERSIONS):
-        return False
     setting = f"{_SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
     tokens = flags.split()
     for i, tok in enumerate(tokens):
@@ -122,12 +133,10 @@ def request_no_ynn_fusions(environ=None) -> bool:
     True if the option is in ``XLA_FLAGS`` after the call.
     """
     env = os.environ if environ is None else environ
-    mode = env.get("DALEMBERT_XLA_YNN", "").strip()
+    wanted = _option_wanted(env, _YNN_OPTION, "DALEMBERT_XLA_YNN", force="0")
+    if wanted is not True:
+        return wanted is None
     flags = env.get("XLA_FLAGS", "")
-    if _YNN_OPTION in flags:
-        return True
-    if mode == "1" or (mode != "0" and _jaxlib_version() not in SMALL_LOOP_JAXLIB_VERSIONS):
-        return False
     env["XLA_FLAGS"] = (flags + " " if flags else "") + _YNN_OPTION + "="
     return True
 
@@ -713,27 +722,44 @@ def _pad_members(tree, B_padded: int):
     return jax.tree_util.tree_map(pad, tree)
 
 
+def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep, devices):
+    """The compiled start and chunk functions of an ensemble, vmapped over the members and split
+    over ``devices``. ``lead``: the members' batched arguments before the state (() or
+    (params,)); ``scheme_of(*lead_i) -> (system, scheme)`` for one member's."""
+    k = len(lead)
+    int32 = lambda i: jnp.array(i, jnp.int32)  # noqa: E731
+
+    def start(*args):
+        *p, x0s_, hh = args
+        system, scheme = scheme_of(*p)
+        state = scheme.init(*x0s_, hh)
+        outs = _node_outputs(system, scheme.observe(state, hh))
+        return state, {n: v for n, v in outs.items() if keep is None or n in keep}
+
+    start_v = _over_devices(jax.vmap(start, in_axes=(0,) * (k + 1) + (None,)), k + 1, devices)
+    start_c = jax.jit(start_v).lower(*lead, x0s, h).compile()
+    state0, _ = start_c(*lead, x0s, h)
+    one = jax.tree_util.tree_map(lambda a: a[0], state0)
+
+    def chunk(*args):
+        *p, state, hh, n_active, n_sub = args
+        system, scheme = scheme_of(*p)
+        return _make_chunk(system, scheme, chunk_saves, one, hh, keep)(state, hh, n_active, n_sub)
+
+    chunk_v = _over_devices(jax.vmap(chunk, in_axes=(0,) * (k + 1) + (None,) * 3), k + 1, devices)
+    chunk_c = jax.jit(chunk_v).lower(*lead, state0, h, int32(0), int32(save_every)).compile()
+    return start_c, chunk_c
+
+
 def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves, keep, devices):
     key = ("ensemble", id(system), id(method), tuple(sorted(options.items())), save_every,
            chunk_saves, tuple(x.shape for x in x0s), keep, len(devices))
     entry = _COMPILED.get(key)
     if entry is None:
         scheme = _build(system, method, x0s[0][0], options)
-
-        def start(x0s, h):
-            state = scheme.init(*x0s, h)
-            outs = _node_outputs(system, scheme.observe(state, h))
-            return state, {k: v for k, v in outs.items() if keep is None or k in keep}
-
-        start_v = _over_devices(jax.vmap(start, in_axes=(0, None)), 1, devices)
-        start_c = jax.jit(start_v).lower(x0s, h).compile()
-        state0, _ = start_c(x0s, h)
-        one = jax.tree_util.tree_map(lambda a: a[0], state0)
-        chunk = _over_devices(jax.vmap(_make_chunk(system, scheme, chunk_saves, one, h, keep),
-                                       in_axes=(0, None, None, None)), 1, devices)
-        chunk_c = jax.jit(chunk).lower(state0, h, jnp.array(0, jnp.int32),
-                                       jnp.array(save_every, jnp.int32)).compile()
-        entry = (system, method, start_c, chunk_c)
+        start_c, chunk_c = _compile_members(lambda: (system, scheme), (), x0s, h, save_every, chunk_saves,
+                                            keep, devices)
+        entry = (system, method, start_c, chunk_c)  # keep system/method alive: ids stay valid
         _COMPILED[key] = entry
     return entry[2], entry[3]
 
@@ -758,24 +784,8 @@ def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_ever
                 system = factory(p)
                 return system, _build(system, method, x0_one, options)
 
-        def start(p, x0s, h):
-            system, scheme = scheme_of(p)
-            state = scheme.init(*x0s, h)
-            outs = _node_outputs(system, scheme.observe(state, h))
-            return state, {k: v for k, v in outs.items() if keep is None or k in keep}
-
-        start_v = _over_devices(jax.vmap(start, in_axes=(0, 0, None)), 2, devices)
-        start_c = jax.jit(start_v).lower(params, x0s, h).compile()
-        state0, _ = start_c(params, x0s, h)
-        one = jax.tree_util.tree_map(lambda a: a[0], state0)
-
-        def chunk(p, state, h, n_active, n_sub):
-            system, scheme = scheme_of(p)
-            return _make_chunk(system, scheme, chunk_saves, one, h, keep)(state, h, n_active, n_sub)
-
-        chunk_v = _over_devices(jax.vmap(chunk, in_axes=(0, 0, None, None, None)), 2, devices)
-        chunk_c = jax.jit(chunk_v).lower(params, state0, h, jnp.array(0, jnp.int32),
-                                         jnp.array(save_every, jnp.int32)).compile()
+        start_c, chunk_c = _compile_members(scheme_of, (params,), x0s, h, save_every, chunk_saves, keep,
+                                            devices)
         entry = (factory, method, start_c, chunk_c)
         _COMPILED[key] = entry
     start_c, chunk_c = entry[2], entry[3]
