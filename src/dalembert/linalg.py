@@ -11,11 +11,18 @@ inverse.
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.custom_batching import custom_vmap
 
 #: Largest size for which solves and factorisations are unrolled into elementwise arithmetic.
 UNROLL_MAX = 10
+#: Threshold of the pivoting test of the batched solve (:func:`_solve_members`): a diagonal pivot
+#: is kept when |M_kk| ≥ u·|M_ik| for all i > k (threshold partial pivoting with u = 0.1, as in
+#: sparse direct solvers: Duff, Erisman & Reid, *Direct Methods for Sparse Matrices*, §5.4; the
+#: growth per stage is at most 1 + 1/u).
+PIVOT_THRESHOLD = 0.1
 #: Largest size for which :func:`lu_solve` (forward and back substitution with a given factor) is
 #: unrolled. Substitution is cheap to unroll (n²/2 multiply-adds, one fusion): at n = 13 it took
 #: 0.23 µs against 0.68 µs for the two LAPACK triangular solves (0.26 against 0.64 µs per member
@@ -110,14 +117,24 @@ def solve(A, b):
     """Solve A x = b for a general square A (n, n) by Gaussian elimination with partial pivoting.
 
     b: (n,) or (n, k).  A singular A gives non-finite entries (callers check finiteness).
+
+    Under ``jax.vmap`` (an ensemble) with n ≤ :data:`UNROLL_MAX` the members are solved together
+    by :func:`_solve_members`: threshold pivoting that keeps the diagonal pivots when they pass
+    the test of :data:`PIVOT_THRESHOLD` and otherwise falls back to partial pivoting (the result
+    agrees with this function's to round-off).
     """
+    if A.shape[0] > UNROLL_MAX:
+        return jnp.linalg.solve(A, b[:, None])[:, 0] if b.ndim == 1 else jnp.linalg.solve(A, b)
+    if A.shape[0] == 1:
+        return b / A[0, 0]
+    return _solve_unrolled(A, b)
+
+
+def _pivoted(A, b):
+    """Unrolled Gaussian elimination with partial pivoting: A (n, n), b (n,) or (n, k)."""
     n = A.shape[0]
     vec = b.ndim == 1
-    B = b[:, None] if vec else b
-    if n > UNROLL_MAX:
-        x = jnp.linalg.solve(A, B)
-        return x[:, 0] if vec else x
-    M = jnp.concatenate([A, B], axis=1)
+    M = jnp.concatenate([A, b[:, None] if vec else b], axis=1)
     rows = jnp.arange(n)
     for k in range(n - 1):
         col = jnp.where(rows >= k, jnp.abs(M[:, k]), -1.0)
@@ -130,15 +147,61 @@ def solve(A, b):
                       jnp.where((rows == p)[:, None], rk[None, :], M))
         f = jnp.where(rows > k, M[:, k] / M[k, k], 0.0)
         M = M - f[:, None] * M[k][None, :]
-    U, Y = M[:, :n], M[:, n:]
-    x = [None] * n
-    for i in reversed(range(n)):
-        s = Y[i]
-        for k in range(i + 1, n):
-            s = s - U[i, k] * x[k]
-        x[i] = s / U[i, i]
-    X = jnp.stack(x)
+    X = _backward(lambda i, k: M[i, k], [M[i, n:] for i in range(n)], n)
     return X[:, 0] if vec else X
+
+
+_solve_unrolled = custom_vmap(_pivoted)
+
+
+@_solve_unrolled.def_vmap
+def _solve_members(size, in_batched, A, b):
+    """``jax.vmap`` of :func:`_pivoted` over the members of an ensemble.
+
+    Partial pivoting needs a data-dependent row exchange per member, and a vmapped step keeps
+    the members on the leading axis, so each matrix entry of all the members is a strided
+    vector: the batched pivoted elimination runs at about one scalar operation per entry
+    (0.28 µs per member for n = 8). Here the members go to the last axis, every entry is a
+    contiguous vector over the members and the elimination is elementwise arithmetic without
+    row exchanges, which XLA vectorises (0.08 µs per member for n = 8). Each diagonal pivot must
+    pass the threshold test |M_kk| ≥ u·max_{i>k} |M_ik| (u = :data:`PIVOT_THRESHOLD`; threshold
+    partial pivoting, Duff–Erisman–Reid §5.4), which bounds the growth as partial pivoting's
+    (1 + 1/u per stage instead of 2). If it fails for any member, the whole batch is solved
+    again with partial pivoting (``lax.cond``: only one of the two runs).
+
+    The implicit steps' Newton matrices pass the test with a wide margin: the DLA matrix on the
+    chaotic quartic system has pivots ≈ 1/h against constraint entries ≈ w/h, |w| < 1, a case
+    where partial pivoting itself would exchange rows as soon as |w| exceeds the pivot ratio.
+    """
+    A = A if in_batched[0] else jnp.broadcast_to(A, (size,) + A.shape)
+    b = b if in_batched[1] else jnp.broadcast_to(b, (size,) + b.shape)
+    X, exchange = _eliminate_members(jnp.moveaxis(A, 0, -1), jnp.moveaxis(b, 0, -1))
+    X = lax.cond(exchange, lambda: jax.vmap(_pivoted)(A, b), lambda: jnp.moveaxis(X, -1, 0))
+    return X, True
+
+
+def _eliminate_members(A, b):
+    """Gaussian elimination without row exchanges on members along the last axis.
+
+    A: (n, n, S), b: (n, S) or (n, k, S) -> X of b's shape, and a bool scalar: whether a pivot
+    failed the threshold test (:data:`PIVOT_THRESHOLD`) for some member.
+    """
+    n = A.shape[0]
+    cols = [b[i] for i in range(n)] if b.ndim == 2 else [list(b[i]) for i in range(n)]
+    width = 1 if b.ndim == 2 else b.shape[1]
+    M = [[A[i, j] for j in range(n)] + ([cols[i]] if b.ndim == 2 else cols[i]) for i in range(n)]
+    failed = jnp.zeros(A.shape[2:], bool)
+    for k in range(n - 1):
+        largest = jnp.abs(M[k + 1][k])
+        for i in range(k + 2, n):
+            largest = jnp.maximum(largest, jnp.abs(M[i][k]))
+        failed = failed | (PIVOT_THRESHOLD * largest > jnp.abs(M[k][k]))
+        inv = 1.0 / M[k][k]
+        for i in range(k + 1, n):
+            f = M[i][k] * inv
+            M[i] = M[i][:k + 1] + [M[i][j] - f * M[k][j] for j in range(k + 1, n + width)]
+    rhs = [M[i][n] if b.ndim == 2 else jnp.stack(M[i][n:]) for i in range(n)]
+    return _backward(lambda i, k: M[i][k], rhs, n), jnp.any(failed)
 
 
 def lu_factor(A):
