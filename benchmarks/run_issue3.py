@@ -174,30 +174,34 @@ def _ensemble_speedup(quick, B):
 
 
 def markdown(a, b, c, quick, started, elapsed):
+    """The report; a part that was not run (``--parts``) is left out."""
     out = [f"## Issue 3: discrete-gradient and comparison methods (Celledoni et al. 2019)", "",
            f"Measured by `benchmarks/run_issue3.py{' --quick' if quick else ''}` on {started} UTC "
            f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores, JAX {jax.__version__}, "
-           f"float64); total {elapsed:.0f} s." + (" QUICK RUN: smoke test, not a measurement." if quick else ""),
-           "", "### (a) Steps per second after compilation (h = 0.1, one trajectory)", "",
-           "| model | method | steps/s | µs/step | first call (compile + 100 steps) s | steps timed |",
-           "|---|---|---:|---:|---:|---:|"]
-    for m, name, sps, us, comp, n in a:
-        out.append(f"| {m} | {name} | {sps:,.0f} | {us:.2f} | {comp:.1f} | {n:,} |")
-    total = sum(r[3] for r in b)
-    out += ["", "### (b) Figure-2 variance study (200 states × t = 10⁴ × h ∈ {0.1, 0.05}, keep energy every 100 steps)", "",
-            "| method | h | trajectory steps | wall s | trajectory-steps/s | compile s |", "|---|---:|---:|---:|---:|---:|"]
-    for label, h, steps, wall, rate, comp, extra in b:
-        out.append(f"| {label} | {h} | {steps:,} | {wall:,.1f}{' (extrapolated)' if extra else ''} | {rate:,.0f} | {comp:.1f} |")
-    measured = sum(r[3] for r in b if not r[6])
-    out += ["", f"Total: {total:,.0f} s ({total / 60:.1f} min), of which measured {measured:,.0f} s; "
-            f"target < 10 min: {'met' if total < 600 else 'NOT met'}.", "",
-            "### (c) Ensemble against one trajectory at a time (chaotic quartic, h = 0.1)", "",
-            "Both sides are whole calls after compilation; the ensemble's members are split over "
-            "the CPU devices (one per core).", "",
-            "| method | B | devices | ensemble traj-steps/s | one at a time traj-steps/s | ratio (target ≥ 5×) |",
-            "|---|---:|---:|---:|---:|---:|"]
-    for m, name, B, er, orate, ratio, ndev in c:
-        out.append(f"| {name} | {B} | {ndev} | {er:,.0f} | {orate:,.0f} | {ratio:.2f}× |")
+           f"float64); total {elapsed:.0f} s." + (" QUICK RUN: smoke test, not a measurement." if quick else "")]
+    if a:
+        out += ["", "### (a) Steps per second after compilation (h = 0.1, one trajectory)", "",
+                "| model | method | steps/s | µs/step | first call (compile + 100 steps) s | steps timed |",
+                "|---|---|---:|---:|---:|---:|"]
+        out += [f"| {m} | {name} | {sps:,.0f} | {us:.2f} | {comp:.1f} | {n:,} |" for m, name, sps, us, comp, n in a]
+    if b:
+        total = sum(r[3] for r in b)
+        measured = sum(r[3] for r in b if not r[6])
+        out += ["", "### (b) Figure-2 variance study (200 states × t = 10⁴ × h ∈ {0.1, 0.05}, keep energy "
+                "every 100 steps)", "",
+                "| method | h | trajectory steps | wall s | trajectory-steps/s | compile s |", "|---|---:|---:|---:|---:|---:|"]
+        out += [f"| {label} | {h} | {steps:,} | {wall:,.1f}{' (extrapolated)' if extra else ''} | {rate:,.0f} | "
+                f"{comp:.1f} |" for label, h, steps, wall, rate, comp, extra in b]
+        out += ["", f"Total: {total:,.0f} s ({total / 60:.1f} min), of which measured {measured:,.0f} s; "
+                f"target < 10 min: {'met' if total < 600 else 'NOT met'}."]
+    if c:
+        out += ["", "### (c) Ensemble against one trajectory at a time (chaotic quartic, h = 0.1)", "",
+                "Both sides are whole calls after compilation; the ensemble's members are split over "
+                "the CPU devices (one per core).", "",
+                "| method | B | devices | ensemble traj-steps/s | one at a time traj-steps/s | ratio (target ≥ 5×) |",
+                "|---|---:|---:|---:|---:|---:|"]
+        out += [f"| {name} | {B} | {ndev} | {er:,.0f} | {orate:,.0f} | {ratio:.2f}× |"
+                for m, name, B, er, orate, ratio, ndev in c]
     return "\n".join(out) + "\n"
 
 
