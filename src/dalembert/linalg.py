@@ -6,6 +6,10 @@ For the matrix sizes of a nonholonomic step (n up to a few tens), a LAPACK call 
 (see DESIGN.md, "Performance notes"). The functions here keep to elementwise arithmetic, which XLA
 fuses, and fall back to ``jnp.linalg`` beyond :data:`UNROLL_MAX`.
 
+Under ``jax.vmap`` (an ensemble) :func:`solve` and :func:`chord_solve` have their own batching
+rule (``jax.custom_batching.custom_vmap``): the members' matrices are eliminated together with the
+members on the last axis (:func:`_solve_members`), which XLA vectorises across the members.
+
 All functions are pure, jit- and vmap-able, and work in float64. Nothing here forms an explicit
 inverse.
 """
@@ -18,6 +22,13 @@ from jax.custom_batching import custom_vmap
 
 #: Largest size for which solves and factorisations are unrolled into elementwise arithmetic.
 UNROLL_MAX = 10
+#: Largest size for which :func:`solve` and :func:`chord_solve` under ``jax.vmap`` eliminate the
+#: members' matrices together as unrolled elementwise arithmetic (:func:`_solve_members`); one
+#: matrix above :data:`UNROLL_MAX` goes to LAPACK. At n = 13 (the discrete-gradient step on the
+#: chaotic quartic system) the members' elimination took 0.40 µs per member and solve, against
+#: 1.0 µs per member for LAPACK's batched LU alone, and it leaves the ensemble's loop in one
+#: kernel, so that it splits over the CPU devices (docs/benchmarks.md, issue 3).
+BATCHED_UNROLL_MAX = 16
 #: Threshold of the pivoting test of the batched solve (:func:`_solve_members`): a diagonal pivot
 #: is kept when |M_kk| ≥ u·|M_ik| for all i > k (threshold partial pivoting with u = 0.1, as in
 #: sparse direct solvers: Duff, Erisman & Reid, *Direct Methods for Sparse Matrices*, §5.4; the
@@ -117,17 +128,24 @@ def solve(A, b):
     """Solve A x = b for a general square A (n, n) by Gaussian elimination with partial pivoting.
 
     b: (n,) or (n, k).  A singular A gives non-finite entries (callers check finiteness).
+    Unrolled for n ≤ :data:`UNROLL_MAX`, LAPACK (``jnp.linalg.solve``) beyond.
 
-    Under ``jax.vmap`` (an ensemble) with n ≤ :data:`UNROLL_MAX` the members are solved together
-    by :func:`_solve_members`: threshold pivoting that keeps the diagonal pivots when they pass
-    the test of :data:`PIVOT_THRESHOLD` and otherwise falls back to partial pivoting (the result
-    agrees with this function's to round-off).
+    Under ``jax.vmap`` (an ensemble) with n ≤ :data:`BATCHED_UNROLL_MAX` the members are solved
+    together by :func:`_solve_members`: threshold pivoting that keeps the diagonal pivots when
+    they pass the test of :data:`PIVOT_THRESHOLD` and otherwise falls back to the one-matrix
+    method for the whole batch (the result agrees with this function's to round-off).
     """
-    if A.shape[0] > UNROLL_MAX:
-        return jnp.linalg.solve(A, b[:, None])[:, 0] if b.ndim == 1 else jnp.linalg.solve(A, b)
-    if A.shape[0] == 1:
+    n = A.shape[0]
+    if n == 1:
         return b / A[0, 0]
-    return _solve_unrolled(A, b)
+    if n <= UNROLL_MAX:
+        return _solve_unrolled(A, b)
+    return _solve_lapack_members(A, b) if n <= BATCHED_UNROLL_MAX else _lapack(A, b)
+
+
+def _lapack(A, b):
+    """LAPACK's solve (``jnp.linalg.solve``) for b of shape (n,) or (n, k)."""
+    return jnp.linalg.solve(A, b[:, None])[:, 0] if b.ndim == 1 else jnp.linalg.solve(A, b)
 
 
 def _pivoted(A, b):
@@ -151,33 +169,45 @@ def _pivoted(A, b):
     return X[:, 0] if vec else X
 
 
-_solve_unrolled = custom_vmap(_pivoted)
+def _members_last(one):
+    """``one`` (a solve of one matrix: A (n, n), b (n,) or (n, k) -> x) with the ``jax.vmap``
+    rule :func:`_solve_members` (``one`` is the fallback of that rule)."""
+    fn = custom_vmap(one)
+
+    @fn.def_vmap
+    def rule(size, in_batched, A, b):
+        return _solve_members(one, size, in_batched, A, b), True
+    return fn
 
 
-@_solve_unrolled.def_vmap
-def _solve_members(size, in_batched, A, b):
-    """``jax.vmap`` of :func:`_pivoted` over the members of an ensemble.
+def _solve_members(one, size, in_batched, A, b):
+    """``jax.vmap(one)(A, b)`` for the members of an ensemble: A (S, n, n), b (S, n) or (S, n, k).
 
     Partial pivoting needs a data-dependent row exchange per member, and a vmapped step keeps
     the members on the leading axis, so each matrix entry of all the members is a strided
     vector: the batched pivoted elimination runs at about one scalar operation per entry
-    (0.28 µs per member for n = 8). Here the members go to the last axis, every entry is a
+    (0.28 µs per member for n = 8), and LAPACK's batched LU is a call outside XLA's kernels
+    (1.0 µs per member for n = 13). Here the members go to the last axis, every entry is a
     contiguous vector over the members and the elimination is elementwise arithmetic without
     row exchanges, which XLA vectorises (0.08 µs per member for n = 8). Each diagonal pivot must
     pass the threshold test |M_kk| ≥ u·max_{i>k} |M_ik| (u = :data:`PIVOT_THRESHOLD`; threshold
     partial pivoting, Duff–Erisman–Reid §5.4), which bounds the growth as partial pivoting's
     (1 + 1/u per stage instead of 2). If it fails for any member, the whole batch is solved
-    again with partial pivoting (``lax.cond``: only one of the two runs).
+    again by ``one`` (``lax.cond``: only one of the two runs).
 
     The implicit steps' Newton matrices pass the test with a wide margin: the DLA matrix on the
     chaotic quartic system has pivots ≈ 1/h against constraint entries ≈ w/h, |w| < 1, a case
-    where partial pivoting itself would exchange rows as soon as |w| exceeds the pivot ratio.
+    where partial pivoting itself would exchange rows as soon as |w| exceeds the pivot ratio;
+    a discrete-gradient step's matrix is I + O(h).
     """
     A = A if in_batched[0] else jnp.broadcast_to(A, (size,) + A.shape)
     b = b if in_batched[1] else jnp.broadcast_to(b, (size,) + b.shape)
     X, exchange = _eliminate_members(jnp.moveaxis(A, 0, -1), jnp.moveaxis(b, 0, -1))
-    X = lax.cond(exchange, lambda: jax.vmap(_pivoted)(A, b), lambda: jnp.moveaxis(X, -1, 0))
-    return X, True
+    return lax.cond(exchange, lambda: jax.vmap(one)(A, b), lambda: jnp.moveaxis(X, -1, 0))
+
+
+_solve_unrolled = _members_last(_pivoted)
+_solve_lapack_members = _members_last(_lapack)
 
 
 def _eliminate_members(A, b):
@@ -252,6 +282,56 @@ def lu_solve(factor, b):
     y = _forward(lambda i, k: LU[i, k], PB, n, unit=True)
     X = _backward(lambda i, k: LU[i, k], y, n)
     return X[:, 0] if vec else X
+
+
+def chord_factor(A):
+    """Prepare the matrix A (n, n) of simplified (chord) Newton for repeated solves with
+    :func:`chord_solve`; the result is opaque.
+
+    One matrix: ``lu_factor(A)``, and each solve is a substitution. Under ``jax.vmap`` (an
+    ensemble) with n ≤ :data:`BATCHED_UNROLL_MAX`: the members' matrices themselves (with the
+    permutation marked −1), which :func:`chord_solve` eliminates afresh with each right-hand
+    side by :func:`_solve_members`. Measured on the discrete-gradient step of the chaotic
+    quartic system (n = 13, 200 members on 2 CPU devices): 3.7 → 2.7 µs per member-step, though
+    the ≈ 5 eliminations of a step cost about what one LAPACK LU and 5 substitutions cost on one
+    core — LAPACK's batched LU runs outside XLA's kernels and does not split over the devices.
+    """
+    return _chord_factor(A)
+
+
+def chord_solve(factor, b):
+    """Solve A x = b given ``factor = chord_factor(A)`` (in the same transformation).
+    b: (n,) or (n, k)."""
+    return _chord_solve(factor, b)
+
+
+_chord_factor = custom_vmap(lu_factor)
+_chord_solve = custom_vmap(lu_solve)
+
+
+@_chord_factor.def_vmap
+def _chord_factor_members(size, in_batched, A):
+    A = A if in_batched[0] else jnp.broadcast_to(A, (size,) + A.shape)
+    n = A.shape[-1]
+    if n > BATCHED_UNROLL_MAX:
+        return jax.vmap(lu_factor)(A), (True, True)
+    perm_dtype = jax.eval_shape(lu_factor, A[0])[1].dtype
+    return (A, jnp.full((size, n), -1, perm_dtype)), (True, True)
+
+
+@_chord_solve.def_vmap
+def _chord_solve_members(size, in_batched, factor, b):
+    (M, perm), (in_M, in_perm) = factor, in_batched[0]
+    M = M if in_M else jnp.broadcast_to(M, (size,) + M.shape)
+    perm = perm if in_perm else jnp.broadcast_to(perm, (size,) + perm.shape)
+    b = b if in_batched[1] else jnp.broadcast_to(b, (size,) + b.shape)
+    n = M.shape[-1]
+    factored = lambda: jax.vmap(lu_solve)((M, perm), b)  # noqa: E731
+    if n > BATCHED_UNROLL_MAX:
+        return factored(), True
+    one = _pivoted if n <= UNROLL_MAX else _lapack
+    deferred = lambda: _solve_members(one, size, (True, True), M, b)  # noqa: E731
+    return lax.cond(jnp.any(perm < 0), deferred, factored), True
 
 
 def max_abs(x):

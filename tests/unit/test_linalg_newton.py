@@ -89,8 +89,8 @@ def _members_needing_and_not_needing_pivoting(n, B, rng):
     return A
 
 
-@pytest.mark.parametrize("n", [2, 5, linalg.UNROLL_MAX])
-@pytest.mark.parametrize("rhs", [(), (3,)])
+@pytest.mark.parametrize("n,rhs", [(2, ()), (2, (3,)), (5, ()), (5, (3,)), (linalg.UNROLL_MAX, (2,)),
+                                   (linalg.BATCHED_UNROLL_MAX, ())])
 def test_vmapped_solve_matches_numpy_with_and_without_pivoting(n, rhs):
     """Under vmap the members are eliminated together without row exchanges when every pivot
     passes the threshold test, and by partial pivoting otherwise: both batches agree with NumPy,
@@ -106,6 +106,36 @@ def test_vmapped_solve_matches_numpy_with_and_without_pivoting(n, rhs):
         one = np.stack([np.asarray(linalg.solve(jnp.asarray(a), jnp.asarray(c)))
                         for a, c in zip(A[members], b[members])])
         assert _rel(x, one) < 1e-12
+
+
+@pytest.mark.parametrize("n", [1, 4, 13, linalg.BATCHED_UNROLL_MAX + 2])
+def test_chord_factor_and_solve_alone_and_under_vmap(n):
+    """chord_solve(chord_factor(A), b) solves A x = b for one matrix (an LU factor), under vmap
+    (the members' matrices eliminated with each right-hand side; a batch that needs pivoting
+    falls back), with a factor shared by all members, and with stacked one-matrix factors."""
+    A = _members_needing_and_not_needing_pivoting(n, 6, RNG) if n > 1 else RNG.normal(size=(6, 1, 1)) + 2.0
+    b = RNG.normal(size=(6, n))
+    ref = np.linalg.solve(A, b[..., None])[..., 0]
+    one = np.stack([np.asarray(linalg.chord_solve(linalg.chord_factor(jnp.asarray(a)), jnp.asarray(c)))
+                    for a, c in zip(A, b)])
+    assert _rel(one, ref) < 1e-10
+
+    @jax.jit
+    @jax.vmap
+    def members(a, c):
+        f = linalg.chord_factor(a)
+        return linalg.chord_solve(f, c), linalg.chord_solve(f, 2.0 * c)
+
+    for sel in (slice(0, 6, 2), slice(0, 6)):                   # diagonal pivots only / mixed
+        x, x2 = members(jnp.asarray(A[sel]), jnp.asarray(b[sel]))
+        assert _rel(x, ref[sel]) < 1e-10
+        assert _rel(x2, 2.0 * ref[sel]) < 1e-10
+    shared = linalg.chord_factor(jnp.asarray(A[0]))
+    x = jax.vmap(lambda c: linalg.chord_solve(shared, c))(jnp.asarray(b))
+    assert _rel(x, np.linalg.solve(A[0], b.T).T) < 1e-10
+    stacked = jax.tree_util.tree_map(lambda *f: jnp.stack(f), *[linalg.chord_factor(jnp.asarray(a)) for a in A])
+    x = jax.vmap(linalg.chord_solve)(stacked, jnp.asarray(b))
+    assert _rel(x, ref) < 1e-10
 
 
 def test_batched_elimination_threshold_test():

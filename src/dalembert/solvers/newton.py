@@ -61,8 +61,9 @@ def newton(
     jacobian : optional callable (d,) -> (d, d); default ``jax.jacfwd(F)``.
     rtol : tolerance of the test ``‖Δx‖∞ ≤ rtol (1 + ‖x‖∞)``.
     max_iter : iteration limit.
-    simplified : reuse the Jacobian at x0 (factored once, :func:`~dalembert.linalg.lu_factor`)
-        in every iteration (see module doc).
+    simplified : reuse the Jacobian at x0 (factored once, :func:`~dalembert.linalg.chord_factor`;
+        under ``jax.vmap`` the members' matrices are eliminated with each update instead) in
+        every iteration (see module doc).
 
     Returns
     -------
@@ -71,10 +72,10 @@ def newton(
     J = jacobian if jacobian is not None else jax.jacfwd(F)
 
     if simplified:
-        factor = linalg.lu_factor(J(x0))
+        factor = linalg.chord_factor(J(x0))
 
         def update(x):
-            return linalg.lu_solve(factor, F(x))
+            return linalg.chord_solve(factor, F(x))
     else:
         def update(x):
             return linalg.solve(J(x), F(x))
