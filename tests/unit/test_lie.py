@@ -238,5 +238,6 @@ def test_T24_frobenius_distance_identity(s1, s2):
     # round-off, which shows when A = B (d ≈ |I − AᵀA| instead of 0)
     defect = np.linalg.norm(np.eye(3) - A.T @ A) + np.linalg.norm(np.eye(3) - B.T @ B)
     assert abs(d - np.linalg.norm(A - B)) < 1e-14 + defect
-    # the trace form, compared squared (its square root amplifies round-off near d = 0)
-    assert abs(d ** 2 - 2 * np.trace(np.eye(3) - A.T @ B)) < 3e-14 * (1 + d ** 2)
+    # the trace form, compared squared (its square root amplifies round-off near d = 0); the
+    # two differ by tr(AAᵀBBᵀ) − 3, at most √3 times the defect (hypothesis found A = B)
+    assert abs(d ** 2 - 2 * np.trace(np.eye(3) - A.T @ B)) < 3e-14 * (1 + d ** 2) + 2 * defect
