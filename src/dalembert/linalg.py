@@ -292,7 +292,7 @@ def chord_factor(A):
     ensemble) with n ≤ :data:`BATCHED_UNROLL_MAX`: the members' matrices themselves (with the
     permutation marked −1), which :func:`chord_solve` eliminates afresh with each right-hand
     side by :func:`_solve_members`. Measured on the discrete-gradient step of the chaotic
-    quartic system (n = 13, 200 members on 2 CPU devices): 3.7 → 2.7 µs per member-step, though
+    quartic system (n = 13, 200 members on 2 CPU devices): 3.7 → 2.8 µs per member-step, though
     the ≈ 5 eliminations of a step cost about what one LAPACK LU and 5 substitutions cost on one
     core — LAPACK's batched LU runs outside XLA's kernels and does not split over the devices.
     """
