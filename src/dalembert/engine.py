@@ -360,8 +360,9 @@ def _make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: 
         def node(carry, j):
             st, ok, k, fail_at, it_sum, it_max = carry
             active = ok & (j < n_active)
-            # an inactive node (padding, or after a failure) takes no step at all: with
-            # ok = False the steps would change nothing that is kept
+            # an inactive node (padding, or after a failure) takes no step at all in a single
+            # run (with ok = False the steps would change nothing that is kept); an ensemble
+            # counts its steps for every member (see ``members`` above)
             trips = jnp.where((j < n_active) if members else active, n_sub, 0)
             st2, ok2, k2, fail2, s2, m2 = lax.fori_loop(
                 0, trips, inner, (st, active, k, fail_at, it_sum, it_max))

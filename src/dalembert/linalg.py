@@ -169,6 +169,11 @@ def _pivoted(A, b):
     return X[:, 0] if vec else X
 
 
+def _per_member(x, batched: bool, size: int):
+    """x with a leading member axis of length ``size`` (broadcast when it is shared)."""
+    return x if batched else jnp.broadcast_to(x, (size,) + x.shape)
+
+
 def _members_last(one):
     """``one`` (a solve of one matrix: A (n, n), b (n,) or (n, k) -> x) with the ``jax.vmap``
     rule :func:`_solve_members` (``one`` is the fallback of that rule)."""
@@ -201,8 +206,7 @@ def _solve_members(one, size, in_batched, A, b):
     where partial pivoting itself would exchange rows as soon as |w| exceeds the pivot ratio;
     a discrete-gradient step's matrix is I + O(h).
     """
-    A = A if in_batched[0] else jnp.broadcast_to(A, (size,) + A.shape)
-    b = b if in_batched[1] else jnp.broadcast_to(b, (size,) + b.shape)
+    A, b = _per_member(A, in_batched[0], size), _per_member(b, in_batched[1], size)
     X, exchange = _eliminate_members(jnp.moveaxis(A, 0, -1), jnp.moveaxis(b, 0, -1))
     return lax.cond(exchange, lambda: jax.vmap(one)(A, b), lambda: jnp.moveaxis(X, -1, 0))
 
@@ -312,7 +316,7 @@ _chord_solve = custom_vmap(lu_solve)
 
 @_chord_factor.def_vmap
 def _chord_factor_members(size, in_batched, A):
-    A = A if in_batched[0] else jnp.broadcast_to(A, (size,) + A.shape)
+    A = _per_member(A, in_batched[0], size)
     n = A.shape[-1]
     if n > BATCHED_UNROLL_MAX:
         return jax.vmap(lu_factor)(A), (True, True)
@@ -323,16 +327,13 @@ def _chord_factor_members(size, in_batched, A):
 @_chord_solve.def_vmap
 def _chord_solve_members(size, in_batched, factor, b):
     (M, perm), (in_M, in_perm) = factor, in_batched[0]
-    M = M if in_M else jnp.broadcast_to(M, (size,) + M.shape)
-    perm = perm if in_perm else jnp.broadcast_to(perm, (size,) + perm.shape)
-    b = b if in_batched[1] else jnp.broadcast_to(b, (size,) + b.shape)
-    n = M.shape[-1]
+    M, perm = _per_member(M, in_M, size), _per_member(perm, in_perm, size)
+    b = _per_member(b, in_batched[1], size)
     factored = lambda: jax.vmap(lu_solve)((M, perm), b)  # noqa: E731
-    if n > BATCHED_UNROLL_MAX:
+    if M.shape[-1] > BATCHED_UNROLL_MAX:
         return factored(), True
-    one = _pivoted if n <= UNROLL_MAX else _lapack
-    deferred = lambda: _solve_members(one, size, (True, True), M, b)  # noqa: E731
-    return lax.cond(jnp.any(perm < 0), deferred, factored), True
+    # deferred matrices (perm −1): the members' elimination of :func:`solve` under vmap
+    return lax.cond(jnp.any(perm < 0), lambda: jax.vmap(solve)(M, b), factored), True
 
 
 def max_abs(x):

@@ -90,6 +90,7 @@ class AlmostPoissonSystem:
         self.n_config = n_config
         self.name = str(name)
         self._checker = None
+        self._checker_batch = None
         self._shapes_ok: set = set()
 
     def __repr__(self):
@@ -185,7 +186,7 @@ class AlmostPoissonSystem:
         x = np.asarray(x0s, np.float64)
         if x.ndim != 2 or x.shape[1] not in self._shapes_ok:
             return np.zeros(x.shape[0] if x.ndim else 0, bool)
-        if getattr(self, "_checker_batch", None) is None:
+        if self._checker_batch is None:
             self._checker_batch = jax.jit(jax.vmap(self._values))
         P, H, dH, res, deg = (np.asarray(a) for a in self._checker_batch(jnp.asarray(x)))
         B = x.shape[0]
