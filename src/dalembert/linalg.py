@@ -132,8 +132,9 @@ def solve(A, b):
 
     Under ``jax.vmap`` (an ensemble) with n ≤ :data:`BATCHED_UNROLL_MAX` the members are solved
     together by :func:`_solve_members`: threshold pivoting that keeps the diagonal pivots when
-    they pass the test of :data:`PIVOT_THRESHOLD` and otherwise falls back to the one-matrix
-    method for the whole batch (the result agrees with this function's to round-off).
+    they pass the test of :data:`PIVOT_THRESHOLD` and otherwise falls back to the unrolled
+    elimination with partial pivoting for the whole batch (the result agrees with this
+    function's to round-off). No LAPACK call is made under ``vmap`` for these sizes.
     """
     n = A.shape[0]
     if n == 1:
@@ -169,19 +170,48 @@ def _pivoted(A, b):
     return X[:, 0] if vec else X
 
 
+def _pivoted_loop(A, b):
+    """Gaussian elimination with partial pivoting as a ``lax.fori_loop`` over the stages and the
+    back substitution: A (n, n), b (n,) or (n, k). The members' fallback of :func:`solve` under
+    ``vmap`` for UNROLL_MAX < n ≤ BATCHED_UNROLL_MAX: it makes no LAPACK call and its loop
+    bodies compile once (a fraction of a second, against about a second for the unrolled
+    :func:`_pivoted`), where speed matters little (the fallback is rare)."""
+    n = A.shape[0]
+    vec = b.ndim == 1
+    M = jnp.concatenate([A, b[:, None] if vec else b], axis=1)
+    rows = jnp.arange(n)
+
+    def stage(k, M):
+        p = jnp.argmax(jnp.where(rows >= k, jnp.abs(M[:, k]), -1.0))
+        rk, rp = M[k], M[p]
+        M = M.at[p].set(rk).at[k].set(rp)
+        f = jnp.where(rows > k, M[:, k] / M[k, k], 0.0)
+        return M - f[:, None] * M[k][None, :]
+
+    M = lax.fori_loop(0, n - 1, stage, M)
+
+    def back(j, X):                       # rows > i of X already hold the solution
+        i = n - 1 - j
+        s = X[i] - jnp.sum(jnp.where(rows > i, M[i, :n], 0.0)[:, None] * X, axis=0)
+        return X.at[i].set(s / M[i, i])
+
+    X = lax.fori_loop(0, n, back, M[:, n:])
+    return X[:, 0] if vec else X
+
+
 def _per_member(x, batched: bool, size: int):
     """x with a leading member axis of length ``size`` (broadcast when it is shared)."""
     return x if batched else jnp.broadcast_to(x, (size,) + x.shape)
 
 
-def _members_last(one):
+def _members_last(one, fallback=None):
     """``one`` (a solve of one matrix: A (n, n), b (n,) or (n, k) -> x) with the ``jax.vmap``
-    rule :func:`_solve_members` (``one`` is the fallback of that rule)."""
+    rule :func:`_solve_members`, whose fallback is ``fallback`` (default ``one``)."""
     fn = custom_vmap(one)
 
     @fn.def_vmap
     def rule(size, in_batched, A, b):
-        return _solve_members(one, size, in_batched, A, b), True
+        return _solve_members(fallback or one, size, in_batched, A, b), True
     return fn
 
 
@@ -199,7 +229,8 @@ def _solve_members(one, size, in_batched, A, b):
     pass the threshold test |M_kk| ≥ u·max_{i>k} |M_ik| (u = :data:`PIVOT_THRESHOLD`; threshold
     partial pivoting, Duff–Erisman–Reid §5.4), which bounds the growth as partial pivoting's
     (1 + 1/u per stage instead of 2). If it fails for any member, the whole batch is solved
-    again by ``one`` (``lax.cond``: only one of the two runs).
+    again by ``one`` (``lax.cond``: only one of the two runs; for n ≤ :data:`BATCHED_UNROLL_MAX`
+    the unrolled pivoted elimination, no LAPACK call).
 
     The implicit steps' Newton matrices pass the test with a wide margin: the DLA matrix on the
     chaotic quartic system has pivots ≈ 1/h against constraint entries ≈ w/h, |w| < 1, a case
@@ -212,7 +243,10 @@ def _solve_members(one, size, in_batched, A, b):
 
 
 _solve_unrolled = _members_last(_pivoted)
-_solve_lapack_members = _members_last(_lapack)
+# under vmap the fallback is the unrolled pivoted elimination, not LAPACK: an ensemble's program
+# then holds no LAPACK call, and may run on as many CPU devices as XLA has pool threads
+# (engine.ensemble_devices: a LAPACK kernel waits on that pool)
+_solve_lapack_members = _members_last(_lapack, fallback=_pivoted_loop)
 
 
 def _eliminate_members(A, b):
