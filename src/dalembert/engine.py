@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import time
 from typing import Any
@@ -153,25 +154,34 @@ def _usable_cores() -> int:
 
 
 def request_cpu_devices(environ=None, config=None) -> int:
-    """Ask JAX for one CPU device per usable core (``jax_num_cpu_devices``), so that
-    :func:`ensemble` can run its members on all cores (:func:`ensemble_devices`).
+    """Ask JAX for one CPU device per thread of XLA's CPU pool (``jax_num_cpu_devices``), so
+    that :func:`ensemble` can run its members on all cores (:func:`ensemble_devices`).
 
     A vmapped time step of a small system is compute-bound on one core; splitting the members
-    over the cores, each core running its own vmapped loop with no communication, is the
-    remaining factor (measured on this project's 2-core machine, B = 200 on the chaotic quartic
-    system: si-dla 0.058 → 0.031 µs per member-step, i-dla 2.11 → 0.99, dg-gonzalez 5.1 → 3.8).
+    over the cores, each running its own vmapped loop with no communication, is the remaining
+    factor (measured on this project's 2-core machine, B = 200 on the chaotic quartic system:
+    si-dla 0.058 → 0.031 µs per member-step, i-dla 2.11 → 0.99, dg-gonzalez 5.1 → 3.8).
     Single trajectories are unaffected (they run on the default device).
 
-    XLA:CPU runs each device's program on its intra-op thread pool, whose size is the number of
-    cores; jaxlib's batched LAPACK kernels (an LU factorisation under ``vmap``) split their batch
-    over that same pool and wait for the pieces, so with one device per core every pool thread
-    can be waiting and the process deadlocks (seen with dg-gonzalez, 13 × 13 LU, 2 devices on 2
-    cores). The pool size is read from ``NPROC`` (XLA's ``DefaultThreadPoolSize``): this sets
-    ``NPROC`` to the device count + 1 when it is unset (one thread more than can wait; measured
-    faster than twice the count for si-dla, spark-lobatto2 and i-dla ensembles, slower only for
-    dg-gonzalez); when it is set, at most ``NPROC − 1`` devices are requested.
+    XLA:CPU runs every device's program on one intra-op thread pool, whose size it reads from
+    ``NPROC`` (``DefaultThreadPoolSize``); this sets ``NPROC`` to twice the core count when it
+    is unset and requests one device per pool thread. Two facts decide how many of them an
+    ensemble uses (:func:`ensemble_devices`):
 
-    ``DALEMBERT_CPU_DEVICES``: the number of devices to request (``1``: leave JAX alone). A
+    - with fewer devices than pool threads, the idle threads take pieces of the busy devices'
+      programs and the pieces wait on each other: dg-gonzalez, B = 200, 2 cores: 2.9 µs per
+      member-step on 2 devices with a pool of 3, 3.1 with 4, against 2.2 on 2 devices with a
+      pool of 2 and 2.5 on 4 devices with a pool of 4 (each device's program then runs on one
+      thread); si-dla, spark-lobatto2 and i-dla are the same on 4 devices as on 2;
+    - jaxlib's LAPACK kernels split their work over that same pool and wait for the pieces, so
+      when every pool thread runs a device's program that calls LAPACK the process deadlocks
+      (seen with a batched 300 × 300 solve, and with a Cholesky and a QR factorisation in one
+      step, on 2 devices with a pool of 2).
+
+    So a program without LAPACK (or other custom) calls runs on every device, one with them on at
+    most ``min(cores, NPROC − 1)`` (one pool thread more than can wait).
+
+    ``DALEMBERT_CPU_DEVICES``: the number of cores to plan for (``1``: leave JAX alone). A
     device count already configured (``jax_num_cpu_devices`` or
     ``--xla_force_host_platform_device_count``) is kept. Takes effect only before JAX's backends
     start (dalembert calls it when it is imported); process-wide.
@@ -191,34 +201,54 @@ def request_cpu_devices(environ=None, config=None) -> int:
             "xla_force_host_platform_device_count" in env.get("XLA_FLAGS", ""):
         return 1
     nproc = env.get("NPROC", "").strip()
-    if nproc:
-        try:
-            n = min(n, int(nproc) - 1)
-        except ValueError:
-            return 1
-        if n <= 1:
-            return 1
     try:
-        cfg.update("jax_num_cpu_devices", n)
+        pool = int(nproc) if nproc else 2 * n
+    except ValueError:
+        return 1
+    if pool <= 1:
+        return 1
+    try:
+        cfg.update("jax_num_cpu_devices", pool)
     except (RuntimeError, AttributeError, KeyError):   # backends already started, or no such option
         return 1
     if not nproc:
-        env["NPROC"] = str(n + 1)
-    return n
+        env["NPROC"] = str(pool)
+    return pool
 
 
 #: CPU devices requested at import (see :func:`request_cpu_devices`).
 CPU_DEVICES = request_cpu_devices()
 
 
-def ensemble_devices(batch: int) -> list:
-    """The devices an ensemble of ``batch`` members is split over: the CPU devices (at most one
-    per member) when JAX's default backend is the CPU and has more than one, else the default
-    device alone."""
+def ensemble_devices(batch: int, custom_calls: bool = False) -> list:
+    """The devices an ensemble of ``batch`` members is split over (at most one per member): the
+    CPU devices when JAX's default backend is the CPU and has more than one, else the default
+    device alone. A program with custom calls (LAPACK) gets at most ``min(cores, pool − 1)``
+    of them, the pool being XLA's CPU thread pool (``NPROC``, else the core count; see
+    :func:`request_cpu_devices`)."""
     devs = jax.devices()
     if jax.default_backend() != "cpu" or len(devs) < 2 or batch < 2:
         return devs[:1]
-    return devs[:min(len(devs), batch)]
+    k = len(devs)
+    if custom_calls:
+        try:
+            pool = int(os.environ.get("NPROC", "").strip() or _usable_cores())
+        except ValueError:
+            pool = _usable_cores()
+        k = max(1, min(k, _usable_cores(), pool - 1))
+    return devs[:min(k, batch)]
+
+
+#: Custom calls of the partitioner (``shard_map``), not kernels.
+_PARTITIONER_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+
+
+def _custom_calls(lowered) -> tuple:
+    """The custom-call targets (LAPACK kernels, host callbacks; not the partitioner's) of a
+    lowered program (``jax.jit(fn).lower(...)``), sorted."""
+    found = set(re.findall(r"custom_call\s*@([\w.]+)", lowered.as_text()))
+    return tuple(sorted(found - set(_PARTITIONER_CALLS)))
+
 
 #: Target number of steps per compiled chunk.
 CHUNK_STEPS = 65536
@@ -732,10 +762,13 @@ def _pad_members(tree, B_padded: int):
     return jax.tree_util.tree_map(pad, tree)
 
 
-def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep, devices):
+def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
     """The compiled start and chunk functions of an ensemble, vmapped over the members and split
-    over ``devices``. ``lead``: the members' batched arguments before the state (() or
-    (params,)); ``scheme_of(*lead_i) -> (system, scheme)`` for one member's."""
+    over the devices of :func:`ensemble_devices` (fewer when the program makes custom calls),
+    and those devices. ``lead``: the members' batched arguments before the state (() or
+    (params,)); ``scheme_of(*lead_i) -> (system, scheme)`` for one member's. The members (B of
+    them in ``x0s`` and ``lead``) are padded to a multiple of the device count
+    (:func:`_pad_members`), as the caller must pad the arrays it runs them on."""
     k = len(lead)
     int32 = lambda i: jnp.array(i, jnp.int32)  # noqa: E731
 
@@ -746,43 +779,60 @@ def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep, dev
         outs = _node_outputs(system, scheme.observe(state, hh))
         return state, {n: v for n, v in outs.items() if keep is None or n in keep}
 
-    start_v = _over_devices(jax.vmap(start, in_axes=(0,) * (k + 1) + (None,)), k + 1, devices)
-    start_c = jax.jit(start_v).lower(*lead, x0s, h).compile()
-    state0, _ = start_c(*lead, x0s, h)
-    one = jax.tree_util.tree_map(lambda a: a[0], state0)
+    def chunk_v(one):
+        """The vmapped chunk, for a member state of the shapes of ``one``."""
+        def chunk(*args):
+            *p, state, hh, n_active, n_sub = args
+            system, scheme = scheme_of(*p)
+            return _make_chunk(system, scheme, chunk_saves, one, hh, keep, members=True)(
+                state, hh, n_active, n_sub)
+        return jax.vmap(chunk, in_axes=(0,) * (k + 1) + (None,) * 3)
 
-    def chunk(*args):
-        *p, state, hh, n_active, n_sub = args
-        system, scheme = scheme_of(*p)
-        return _make_chunk(system, scheme, chunk_saves, one, hh, keep, members=True)(
-            state, hh, n_active, n_sub)
+    start_v = jax.vmap(start, in_axes=(0,) * (k + 1) + (None,))
+    B = x0s[0].shape[0]
 
-    chunk_v = _over_devices(jax.vmap(chunk, in_axes=(0,) * (k + 1) + (None,) * 3), k + 1, devices)
-    chunk_c = jax.jit(chunk_v).lower(*lead, state0, h, int32(0), int32(save_every)).compile()
-    return start_c, chunk_c
+    def lower(devices):
+        B_padded = -(-B // len(devices)) * len(devices)
+        lead_p, x0s_p = _pad_members(tuple(lead), B_padded), _pad_members(x0s, B_padded)
+        start_l = jax.jit(_over_devices(start_v, k + 1, devices)).lower(*lead_p, x0s_p, h)
+        state_s = start_l.out_info[0] if hasattr(start_l, "out_info") else \
+            jax.eval_shape(_over_devices(start_v, k + 1, devices), *lead_p, x0s_p, h)[0]
+        one = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), state_s)
+        chunk_l = jax.jit(_over_devices(chunk_v(one), k + 1, devices)).lower(
+            *lead_p, state_s, h, int32(0), int32(save_every))
+        return start_l, chunk_l
+
+    devices = ensemble_devices(B)
+    start_l, chunk_l = lower(devices)
+    if _custom_calls(start_l) or _custom_calls(chunk_l):        # LAPACK: fewer devices than pool threads
+        fewer = ensemble_devices(B, custom_calls=True)
+        if len(fewer) != len(devices):
+            devices = fewer
+            start_l, chunk_l = lower(devices)
+    start_c, chunk_c = start_l.compile(), chunk_l.compile()
+    return start_c, chunk_c, devices
 
 
-def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves, keep, devices):
+def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves, keep):
     key = ("ensemble", id(system), id(method), tuple(sorted(options.items())), save_every,
-           chunk_saves, tuple(x.shape for x in x0s), keep, len(devices))
+           chunk_saves, tuple(x.shape for x in x0s), keep, len(ensemble_devices(x0s[0].shape[0])))
     entry = _COMPILED.get(key)
     if entry is None:
         scheme = _build(system, method, x0s[0][0], options)
-        start_c, chunk_c = _compile_members(lambda: (system, scheme), (), x0s, h, save_every, chunk_saves,
-                                            keep, devices)
-        entry = (system, method, start_c, chunk_c)  # keep system/method alive: ids stay valid
+        compiled = _compile_members(lambda: (system, scheme), (), x0s, h, save_every, chunk_saves, keep)
+        entry = (system, method) + compiled   # keep system/method alive: ids stay valid
         _COMPILED[key] = entry
-    return entry[2], entry[3]
+    return entry[2:]
 
 
-def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_every, chunk_saves, keep,
-                             devices):
+def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_every, chunk_saves, keep):
     """As :func:`_compiled_ensemble`, for a system factory vmapped over a parameter pytree: each
-    member builds its system and scheme from its own (traced) parameters."""
+    member builds its system and scheme from its own (traced) parameters. ``params`` are padded
+    to the devices' multiple inside the returned functions."""
     leaves, treedef = jax.tree_util.tree_flatten(params)
     key = ("param-ensemble", id(factory), id(method), tuple(sorted(options.items())), save_every,
            chunk_saves, tuple(x.shape for x in x0s), keep, treedef,
-           tuple((a.shape, str(a.dtype)) for a in leaves), len(devices))
+           tuple((a.shape, str(a.dtype)) for a in leaves), len(ensemble_devices(x0s[0].shape[0])))
     entry = _COMPILED.get(key)
     if entry is None:
         x0_one = x0s[0][0]
@@ -795,13 +845,15 @@ def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_ever
                 system = factory(p)
                 return system, _build(system, method, x0_one, options)
 
-        start_c, chunk_c = _compile_members(scheme_of, (params,), x0s, h, save_every, chunk_saves, keep,
-                                            devices)
-        entry = (factory, method, start_c, chunk_c)
+        compiled = _compile_members(scheme_of, (params,), x0s, h, save_every, chunk_saves, keep)
+        entry = (factory, method) + compiled
         _COMPILED[key] = entry
-    start_c, chunk_c = entry[2], entry[3]
+    start_c, chunk_c, devices = entry[2:]
+    B_padded = -(-x0s[0].shape[0] // len(devices)) * len(devices)
+    params = _pad_members(params, B_padded)
     return (lambda x0s, h: start_c(params, x0s, h),
-            lambda state, h, n_active, n_sub: chunk_c(params, state, h, n_active, n_sub))
+            lambda state, h, n_active, n_sub: chunk_c(params, state, h, n_active, n_sub),
+            devices)
 
 
 def _checked_members(system, systems, batch, project):
@@ -937,22 +989,20 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
         md["params"] = jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), params)
     md.update(metadata or {})
     hj = jnp.asarray(h, jnp.float64)
-    devices = ensemble_devices(B)
-    B_padded = -(-B // len(devices)) * len(devices)
-    x0s = _pad_members(x0s, B_padded)
-    md["devices"] = len(devices)
     t_c = time.perf_counter()
     if factory is None:
-        start, chunk = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves, keep_t,
-                                          devices)
+        start, chunk, devices = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves,
+                                                   keep_t)
     else:
         try:
-            start, chunk = _compiled_param_ensemble(factory, method, kwargs, _pad_members(params, B_padded),
-                                                    x0s, hj, save_every, chunk_saves, keep_t, devices)
+            start, chunk, devices = _compiled_param_ensemble(factory, method, kwargs, params, x0s, hj,
+                                                             save_every, chunk_saves, keep_t)
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as exc:
             raise InputError(f"ensemble(params=...): {method.name} on this system needs concrete values of "
                              f"the parameters when it is built; batch over parameters that enter only the "
                              f"system's callables ({str(exc).splitlines()[0]})") from None
+    x0s = _pad_members(x0s, -(-B // len(devices)) * len(devices))
+    md["devices"] = len(devices)
     t_run = time.perf_counter()
     state, out0 = start(x0s, hj)
     arrays, failure, _, _, wall = _run_chunks(

@@ -43,18 +43,18 @@ class _Config:
         setattr(self, name, value)
 
 
-def test_cpu_devices_requested_with_a_thread_pool_one_larger():
+def test_cpu_devices_one_per_pool_thread_and_pool_twice_the_cores():
     cfg, env = _Config(), {"DALEMBERT_CPU_DEVICES": "3"}
-    assert engine.request_cpu_devices(env, cfg) == 3
-    assert cfg.jax_num_cpu_devices == 3
-    assert env["NPROC"] == "4"          # more pool threads than devices: no LAPACK batch-map deadlock
+    assert engine.request_cpu_devices(env, cfg) == 6
+    assert cfg.jax_num_cpu_devices == 6
+    assert env["NPROC"] == "6"     # LAPACK programs get ≤ min(cores, NPROC − 1) devices (ensemble_devices)
 
 
 def test_cpu_devices_respect_nproc_opt_out_and_existing_settings():
     cfg, env = _Config(), {"DALEMBERT_CPU_DEVICES": "4", "NPROC": "3"}
-    assert engine.request_cpu_devices(env, cfg) == 2 and env["NPROC"] == "3"
+    assert engine.request_cpu_devices(env, cfg) == 3 and env["NPROC"] == "3"
     for env, cfg in (({"DALEMBERT_CPU_DEVICES": "1"}, _Config()),
-                     ({"DALEMBERT_CPU_DEVICES": "4", "NPROC": "2"}, _Config()),
+                     ({"DALEMBERT_CPU_DEVICES": "4", "NPROC": "1"}, _Config()),
                      ({"DALEMBERT_CPU_DEVICES": "4", "XLA_FLAGS": "--xla_force_host_platform_device_count=8"},
                       _Config()),
                      ({"DALEMBERT_CPU_DEVICES": "4"}, _Config(preset=6)),
@@ -63,3 +63,29 @@ def test_cpu_devices_respect_nproc_opt_out_and_existing_settings():
         assert engine.request_cpu_devices(env, cfg) == 1
         assert env == before                                   # nothing changed
         assert cfg.jax_num_cpu_devices in (-1, 6)
+
+
+# --- engine.ensemble_devices / _custom_calls: LAPACK programs get fewer devices than pool threads ---
+
+def test_custom_calls_found_in_a_lapack_program_and_not_in_elementwise_code():
+    import jax
+    import jax.numpy as jnp
+    A = jnp.eye(12) + 0.1
+    assert any("lapack" in c for c in engine._custom_calls(jax.jit(lambda a: jnp.linalg.solve(a, a[0])).lower(A)))
+    assert engine._custom_calls(jax.jit(lambda a: jnp.tanh(a) @ a).lower(A)) == ()
+
+
+def test_ensemble_devices_leave_a_pool_thread_free_for_lapack(monkeypatch):
+    import jax
+    monkeypatch.setattr(jax, "devices", lambda: list(range(8)))
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    monkeypatch.setattr(engine, "_usable_cores", lambda: 4)
+    monkeypatch.setenv("NPROC", "8")
+    assert engine.ensemble_devices(200) == list(range(8))
+    assert engine.ensemble_devices(5) == list(range(5))                   # at most one per member
+    assert engine.ensemble_devices(200, custom_calls=True) == list(range(4))   # min(cores, NPROC − 1)
+    monkeypatch.setenv("NPROC", "3")
+    assert engine.ensemble_devices(200, custom_calls=True) == list(range(2))
+    monkeypatch.delenv("NPROC")
+    assert engine.ensemble_devices(200, custom_calls=True) == list(range(3))   # pool = cores
+    assert engine.ensemble_devices(1) == [0]

@@ -168,10 +168,40 @@ def test_members_over_devices_equal_one_device_and_padding_is_dropped(quartic, m
     split = dl.ensemble(quartic.system, "si-dla", **kw)
     assert split.metadata["devices"] == min(len(jax.devices()), 5)
     assert split.q.shape == (5, 21, 7)
-    monkeypatch.setattr(engine, "ensemble_devices", lambda B: jax.devices()[:1])
+    monkeypatch.setattr(engine, "ensemble_devices", lambda B, custom_calls=False: jax.devices()[:1])
     one = dl.ensemble(quartic.system, "si-dla", **kw)
     assert one.metadata["devices"] == 1
     np.testing.assert_allclose(split.q, one.q, rtol=0, atol=1e-13)
     np.testing.assert_allclose(split.energy, one.energy, rtol=0, atol=1e-13)
     # members differ (a wrong member order or a padding copy in the output would show here)
     assert np.min(np.abs(np.diff(split.q[:, -1, 0]))) > 1e-3
+
+
+@needs_two_devices
+def test_lapack_program_runs_on_fewer_devices_than_pool_threads_and_equals_integrate():
+    """A step that calls LAPACK (here a Cholesky factorisation in H) runs on at most min(cores, NPROC − 1)
+    devices (a LAPACK kernel waits on XLA's pool; engine.ensemble_devices), one without on all."""
+    import os
+
+    import jax
+    import jax.numpy as jnp
+    from dalembert import engine
+    J = jnp.array([[0.0, 1.0], [-1.0, 0.0]])
+
+    def H(x):
+        M = jnp.array([[2.0 + x[0] ** 2, x[0] * x[1]], [x[0] * x[1], 2.0 + x[1] ** 2]])
+        return 0.5 * jnp.sum(x * x) + 0.2 * jnp.sum(jnp.log(jnp.diagonal(jnp.linalg.cholesky(M))))  # + 0.1 log det M
+
+    ap = dl.AlmostPoissonSystem(lambda x: J, H)
+    x0 = np.stack([[0.3 + 0.1 * i, -0.2 * i] for i in range(6)])
+    ens = dl.ensemble(ap, "dg-gonzalez", x0=x0, h=0.1, t_final=2.0)
+    pool = int(os.environ.get("NPROC") or engine._usable_cores())
+    assert ens.metadata["devices"] == min(len(jax.devices()), 6, engine._usable_cores(), pool - 1)
+    for i in (0, 5):
+        tr = dl.integrate(ap, "dg-gonzalez", x0=x0[i], h=0.1, t_final=2.0)
+        np.testing.assert_allclose(ens.x[i], tr.x, rtol=0, atol=1e-13)
+    # energy is conserved by the DG method: the members really ran
+    assert np.max(np.abs(ens.energy - ens.energy[:, :1])) < 1e-13
+    lapack_free = dl.ensemble(dl.AlmostPoissonSystem(lambda x: J, lambda x: 0.5 * jnp.sum(x * x) + 0.1 * x[0] ** 4),
+                              "dg-gonzalez", x0=x0, h=0.1, t_final=2.0)
+    assert lapack_free.metadata["devices"] == min(len(jax.devices()), 6)
