@@ -197,7 +197,7 @@ def markdown(a, b, c, quick, started, elapsed):
     if c:
         out += ["", "### (c) Ensemble against one trajectory at a time (chaotic quartic, h = 0.1)", "",
                 "Both sides are whole calls after compilation; the ensemble's members are split over "
-                "the CPU devices (one per core).", "",
+                "the CPU devices (`metadata[\"devices\"]`: one per thread of XLA's CPU pool, fewer when the step calls LAPACK).", "",
                 "| method | B | devices | ensemble traj-steps/s | one at a time traj-steps/s | ratio (target ≥ 5×) |",
                 "|---|---:|---:|---:|---:|---:|"]
         out += [f"| {name} | {B} | {ndev} | {er:,.0f} | {orate:,.0f} | {ratio:.2f}× |"
