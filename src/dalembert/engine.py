@@ -904,9 +904,11 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     """Integrate B trajectories in one compiled, vectorised (``jax.vmap``) call.
 
     On a CPU with several cores the members are split evenly over the JAX CPU devices that
-    dalembert requests at import, one per core (:func:`request_cpu_devices`; B is padded to a
-    multiple of the device count with copies of member 0, which are dropped): each device runs
-    its own vmapped loop, with no communication. ``metadata["devices"]`` says how many were used.
+    dalembert requests at import, one per thread of XLA's CPU pool, or one per core when the
+    compiled step calls LAPACK (:func:`request_cpu_devices`, :func:`ensemble_devices`; B is
+    padded to a multiple of the device count with copies of member 0, which are dropped): each
+    device runs its own vmapped loop, with no communication. ``metadata["devices"]`` says how
+    many were used.
 
     Parameters
     ----------

@@ -28,7 +28,7 @@ def test_unknown_jaxlib_is_left_alone(monkeypatch):
     assert env == {}
 
 
-# --- engine.request_cpu_devices: one CPU device per core for ensembles -----------------------------
+# --- engine.request_cpu_devices: one CPU device per pool thread for ensembles ---------------------
 
 class _Config:
     """Stands in for jax.config: records the update, or raises as JAX does once backends started."""
