@@ -103,8 +103,8 @@ def ensemble(system, R0, w0s, np_rates, quick):
 def markdown(a, b, quick, started, elapsed, load0, load1):
     out = ["## Issue 4: SO(3) methods (Euler–Poincaré–Suslov schemes, Lie-group GNI)", "",
            f"Measured by `benchmarks/run_issue4.py{' --quick' if quick else ''}` on {started} UTC "
-           f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other "
-           f"jobs, JAX {jax.__version__}, float64); total {elapsed:.0f} s. Load average (1, 5, 15 min) "
+           f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+           f"JAX {jax.__version__}, float64); total {elapsed:.0f} s. Load average (1, 5, 15 min) "
            f"before: {load0}; after: {load1}." + (" QUICK RUN: smoke test, not a measurement." if quick else ""),
            "", f"Model `suslov` (default parameters, a = e3), h = {H}, Cayley reconstruction, default options.",
            "", "### (a) One trajectory: steps per second after compilation (every node saved)", "",

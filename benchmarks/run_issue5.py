@@ -146,7 +146,7 @@ def write_results(single, pair, exp_wall, load_before, load_after, quick):
              f"Measured by `benchmarks/run_issue5.py{' --quick' if quick else ''}` on "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({platform.machine()}, {os.cpu_count()} cores, "
              f"JAX {jax.__version__}, float64); load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
-             "(the machine is shared: other runs were active).", "",
+             "(1-minute; about 1 is this benchmark's own process).", "",
              "### (a) One trajectory, Fig 3-left data (h = 2.5·10⁻⁴), after compilation", "",
              "| method | steps/s | NumPy loop steps/s | ratio | mean Newton iterations | max |Δx| vs NumPy |",
              "|---|---:|---:|---:|---:|---:|"]
