@@ -90,7 +90,7 @@ def _members_needing_and_not_needing_pivoting(n, B, rng):
 
 
 @pytest.mark.parametrize("n,rhs", [(2, ()), (2, (3,)), (5, ()), (5, (3,)), (linalg.UNROLL_MAX, (2,)),
-                                   (linalg.BATCHED_UNROLL_MAX, ())])
+                                   (13, (3,)), (linalg.BATCHED_UNROLL_MAX, ())])
 def test_vmapped_solve_matches_numpy_with_and_without_pivoting(n, rhs):
     """Under vmap the members are eliminated together without row exchanges when every pivot
     passes the threshold test, and by partial pivoting otherwise: both batches agree with NumPy,
