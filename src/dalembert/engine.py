@@ -231,11 +231,12 @@ def ensemble_devices(batch: int, custom_calls: bool = False) -> list:
         return devs[:1]
     k = len(devs)
     if custom_calls:
+        cores = _usable_cores()
         try:
-            pool = int(os.environ.get("NPROC", "").strip() or _usable_cores())
+            pool = int(os.environ.get("NPROC", "").strip() or cores)
         except ValueError:
-            pool = _usable_cores()
-        k = max(1, min(k, _usable_cores(), pool - 1))
+            pool = cores
+        k = max(1, min(k, cores, pool - 1))
     return devs[:min(k, batch)]
 
 
@@ -753,11 +754,11 @@ def _over_devices(fn, n_batched: int, devices):
     return run
 
 
-def _pad_members(tree, B_padded: int):
-    """Each leaf (leading member axis B) extended to B_padded members with copies of member 0
-    (padding members are integrated and dropped)."""
+def _pad_members(tree, devices):
+    """Each leaf (leading member axis B) extended to the next multiple of ``len(devices)``
+    members with copies of member 0 (padding members are integrated and dropped)."""
     def pad(a):
-        extra = B_padded - a.shape[0]
+        extra = -a.shape[0] % len(devices)
         return a if extra == 0 else jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)])
     return jax.tree_util.tree_map(pad, tree)
 
@@ -767,8 +768,8 @@ def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
     over the devices of :func:`ensemble_devices` (fewer when the program makes custom calls),
     and those devices. ``lead``: the members' batched arguments before the state (() or
     (params,)); ``scheme_of(*lead_i) -> (system, scheme)`` for one member's. The members (B of
-    them in ``x0s`` and ``lead``) are padded to a multiple of the device count
-    (:func:`_pad_members`), as the caller must pad the arrays it runs them on."""
+    them in ``x0s`` and ``lead``) are padded for the devices (:func:`_pad_members`), as the
+    caller must pad the arrays it runs them on."""
     k = len(lead)
     int32 = lambda i: jnp.array(i, jnp.int32)  # noqa: E731
 
@@ -792,8 +793,7 @@ def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
     B = x0s[0].shape[0]
 
     def lower(devices):
-        B_padded = -(-B // len(devices)) * len(devices)
-        lead_p, x0s_p = _pad_members(tuple(lead), B_padded), _pad_members(x0s, B_padded)
+        lead_p, x0s_p = _pad_members(tuple(lead), devices), _pad_members(x0s, devices)
         start_l = jax.jit(_over_devices(start_v, k + 1, devices)).lower(*lead_p, x0s_p, h)
         state_s = start_l.out_info[0] if hasattr(start_l, "out_info") else \
             jax.eval_shape(_over_devices(start_v, k + 1, devices), *lead_p, x0s_p, h)[0]
@@ -849,8 +849,7 @@ def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_ever
         entry = (factory, method) + compiled
         _COMPILED[key] = entry
     start_c, chunk_c, devices = entry[2:]
-    B_padded = -(-x0s[0].shape[0] // len(devices)) * len(devices)
-    params = _pad_members(params, B_padded)
+    params = _pad_members(params, devices)
     return (lambda x0s, h: start_c(params, x0s, h),
             lambda state, h, n_active, n_sub: chunk_c(params, state, h, n_active, n_sub),
             devices)
@@ -1003,7 +1002,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
             raise InputError(f"ensemble(params=...): {method.name} on this system needs concrete values of "
                              f"the parameters when it is built; batch over parameters that enter only the "
                              f"system's callables ({str(exc).splitlines()[0]})") from None
-    x0s = _pad_members(x0s, -(-B // len(devices)) * len(devices))
+    x0s = _pad_members(x0s, devices)
     md["devices"] = len(devices)
     t_run = time.perf_counter()
     state, out0 = start(x0s, hj)

@@ -132,9 +132,10 @@ def solve(A, b):
 
     Under ``jax.vmap`` (an ensemble) with n ≤ :data:`BATCHED_UNROLL_MAX` the members are solved
     together by :func:`_solve_members`: threshold pivoting that keeps the diagonal pivots when
-    they pass the test of :data:`PIVOT_THRESHOLD` and otherwise falls back to the unrolled
-    elimination with partial pivoting for the whole batch (the result agrees with this
-    function's to round-off). No LAPACK call is made under ``vmap`` for these sizes.
+    they pass the test of :data:`PIVOT_THRESHOLD` and otherwise falls back to elimination with
+    partial pivoting for the whole batch (unrolled up to :data:`UNROLL_MAX`, a loop above; the
+    result agrees with this function's to round-off). No LAPACK call is made under ``vmap`` for
+    these sizes.
     """
     n = A.shape[0]
     if n == 1:
@@ -229,8 +230,9 @@ def _solve_members(one, size, in_batched, A, b):
     pass the threshold test |M_kk| ≥ u·max_{i>k} |M_ik| (u = :data:`PIVOT_THRESHOLD`; threshold
     partial pivoting, Duff–Erisman–Reid §5.4), which bounds the growth as partial pivoting's
     (1 + 1/u per stage instead of 2). If it fails for any member, the whole batch is solved
-    again by ``one`` (``lax.cond``: only one of the two runs; for n ≤ :data:`BATCHED_UNROLL_MAX`
-    the unrolled pivoted elimination, no LAPACK call).
+    again by ``one`` (``lax.cond``: only one of the two runs; :func:`solve` passes a pivoted
+    elimination without LAPACK calls, unrolled up to :data:`UNROLL_MAX`, :func:`_pivoted_loop`
+    above).
 
     The implicit steps' Newton matrices pass the test with a wide margin: the DLA matrix on the
     chaotic quartic system has pivots ≈ 1/h against constraint entries ≈ w/h, |w| < 1, a case
@@ -243,7 +245,7 @@ def _solve_members(one, size, in_batched, A, b):
 
 
 _solve_unrolled = _members_last(_pivoted)
-# under vmap the fallback is the unrolled pivoted elimination, not LAPACK: an ensemble's program
+# under vmap the fallback is a pivoted elimination in a loop, not LAPACK: an ensemble's program
 # then holds no LAPACK call, and may run on as many CPU devices as XLA has pool threads
 # (engine.ensemble_devices: a LAPACK kernel waits on that pool)
 _solve_lapack_members = _members_last(_lapack, fallback=_pivoted_loop)
