@@ -1,4 +1,4 @@
-"""Shared test configuration: float64 on, matplotlib headless, a private compilation cache,
+"""Shared test configuration: float64 on, dalembert.configure(), matplotlib headless, a private compilation cache,
 and deterministic hypothesis examples under CI (CI=true) so that a run can be reproduced."""
 import os
 import tempfile
@@ -13,4 +13,9 @@ settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-import dalembert  # noqa: E402,F401  (enables float64 for JAX)
+import dalembert  # noqa: E402  (enables float64 for JAX)
+
+# the tests run with the settings the command line opts in to (XLA small-loop kernels, one CPU
+# device per pool thread); what import alone does is tested in a fresh process
+# (tests/unit/test_import_side_effects.py)
+dalembert.configure()

@@ -4,29 +4,28 @@
 >>> sys = dl.NonholonomicSystem(mass_matrix=..., potential=..., constraint_matrix=...)
 >>> traj = dl.integrate(sys, "nh-rattle", q0=q0, v0=v0, h=0.01, t_final=10.0)
 
-float64 is enabled for JAX on import.
+Importing dalembert enables float64 in JAX (``jax_enable_x64``) and changes nothing else in the
+process. ``dl.configure()`` opts in to the process-wide XLA and CPU-device settings that make
+dalembert fastest (the command line calls it).
 """
-__version__ = "0.1.0"
-
-from . import _config  # noqa: F401  (enables float64 before anything is traced)
-from . import errors, linalg, methods
+from ._version import __version__
+from . import config  # noqa: F401  (enables float64 before anything is traced)
+from . import errors, lie, linalg, methods
+from ._cache import clear_caches
 from .errors import (ConstraintViolationError, ConvergenceError, DalembertError, InputError,
                      UnknownNameError)
-from .systems import NonholonomicSystem
-from .systems import AlmostPoissonSystem, almost_poisson
+from .systems import (AlmostPoissonSystem, EulerPoincareSuslovSystem, LeftInvariantSystem,
+                      NonholonomicSystem, ReducedSystem, SystemKind, almost_poisson)
 from .trajectory import Trajectory, load
-from .engine import Ensemble, ensemble, integrate
-from . import models  # noqa: E402
-from .convergence import convergence  # noqa: E402
+from .engine import Ensemble, configure, ensemble, integrate, solve
+from . import models
+from .convergence import convergence
 
 __all__ = [
-    "NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson", "integrate", "Trajectory", "load", "methods", "models", "convergence",
+    "NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson", "EulerPoincareSuslovSystem",
+    "LeftInvariantSystem", "ReducedSystem", "SystemKind",
+    "integrate", "solve", "ensemble", "Ensemble", "configure", "clear_caches",
+    "Trajectory", "load", "methods", "models", "convergence", "lie", "linalg", "errors",
     "DalembertError", "InputError", "ConstraintViolationError", "ConvergenceError",
-    "UnknownNameError", "errors", "linalg", "__version__",
+    "UnknownNameError", "__version__",
 ]
-from . import lie  # noqa: E402
-from .systems import EulerPoincareSuslovSystem, LeftInvariantSystem  # noqa: E402
-__all__ += ["EulerPoincareSuslovSystem", "LeftInvariantSystem", "lie"]
-__all__ += ["ensemble", "Ensemble"]
-from .systems import ReducedSystem  # noqa: E402
-__all__ += ["ReducedSystem"]

@@ -96,8 +96,9 @@ def list_cmd(as_json):
                                     for p in s.parameters}}
               for name, s in dl.models.available().items()}
     meths = {name: t.as_dict() for name, t in dl.methods.available().items()}
+    kinds = {f"{src} -> {dst}": v.description for (src, dst), v in dl.systems.views().items()}
     if as_json:
-        click.echo(json.dumps({"models": models, "methods": meths}, indent=2, ensure_ascii=False))
+        click.echo(json.dumps({"models": models, "methods": meths, "views": kinds}, indent=2, ensure_ascii=False))
         return
     from rich.table import Table
     con = _console()
@@ -109,14 +110,16 @@ def list_cmd(as_json):
         t.add_row(name, s.title, params)
     con.print(t)
     t = Table(title="Methods", show_lines=True)
-    for col in ("name", "order", "symmetric", "implicit", "preserves", "source"):
+    for col in ("name", "integrates", "order", "symmetric", "implicit", "preserves", "source"):
         t.add_column(col)
+    views = dl.systems.views()
     for name, tr in dl.methods.available().items():
         impl = "yes" if tr.implicit else "no"
         if tr.implicit and tr.explicit_when:
             impl += f" (explicit for {tr.explicit_when})"
-        t.add_row(name, str(tr.order), "yes" if tr.symmetric else "no", impl,
-                  "\n".join(tr.preserves) or "—", tr.source)
+        via = [f"{src} (view)" for (src, dst) in views if dst in tr.integrates and src not in tr.integrates]
+        t.add_row(name, "\n".join(list(tr.integrates) + via), str(tr.order), "yes" if tr.symmetric else "no",
+                  impl, "\n".join(tr.preserves) or "—", tr.source)
     con.print(t)
 
 
@@ -336,8 +339,8 @@ def main(argv=None):
         warnings.showwarning = lambda message, category, *_a, **_k: click.echo(
             f"dalembert: warning: {category.__name__}: {' '.join(str(message).split())}", err=True)
     try:
-        from dalembert import _config
-        _config.enable_compilation_cache()
+        from dalembert.engine.xla import configure
+        configure(compilation_cache=True)   # the CLI opts in to the process-wide settings
         cli.main(args=argv, prog_name="dalembert", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -1,31 +1,46 @@
-"""engine.request_no_ynn_fusions: the XLA_FLAGS edit it makes (on a copy of the environment)."""
-from dalembert import engine
+"""engine.xla: per-executable compiler options, and the opt-in process settings (on copies of the
+environment and a stand-in for jax.config, so the test process is not changed)."""
+import pytest
 
-OPT = "--xla_cpu_experimental_ynn_fusion_type="
-
-
-def test_sets_option_when_forced_and_keeps_other_flags():
-    env = {"DALEMBERT_XLA_YNN": "0", "XLA_FLAGS": "--xla_foo=1"}
-    assert engine.request_no_ynn_fusions(env)
-    assert env["XLA_FLAGS"].split() == ["--xla_foo=1", OPT]
-    assert engine.request_no_ynn_fusions(env)               # idempotent
-    assert env["XLA_FLAGS"].count("ynn") == 1
+from dalembert.engine import xla as engine
 
 
-def test_opt_out_and_existing_value_are_respected():
-    env = {"DALEMBERT_XLA_YNN": "1"}
-    assert not engine.request_no_ynn_fusions(env)
-    assert "XLA_FLAGS" not in env
-    env = {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=reduce"}
-    assert engine.request_no_ynn_fusions(env)
-    assert env["XLA_FLAGS"] == "--xla_cpu_experimental_ynn_fusion_type=reduce"
+def test_compiler_options_are_per_executable_and_can_be_switched_off(monkeypatch):
+    import jax
+    import jax.numpy as jnp
+    monkeypatch.delenv("DALEMBERT_XLA_YNN", raising=False)
+    assert engine.compiler_options() == engine.COMPILER_OPTIONS
+    lowered = jax.jit(lambda a: jnp.sum(a * a)).lower(jnp.ones(5))
+    assert float(engine.compile_lowered(lowered)(jnp.ones(5))) == 5.0
+    monkeypatch.setenv("DALEMBERT_XLA_YNN", "1")
+    assert engine.compiler_options() == {}
+
+
+def test_small_loop_option_added_once_and_other_flags_kept():
+    env = {"DALEMBERT_XLA_SMALL_LOOPS": "1", "XLA_FLAGS": "--xla_foo=1"}
+    assert engine.request_small_loop_kernels(env)
+    assert env["XLA_FLAGS"].split()[0] == "--xla_foo=1"
+    assert engine.request_small_loop_kernels(env)               # idempotent
+    assert env["XLA_FLAGS"].count("small_while_loop") == 1
+    env = {"DALEMBERT_XLA_SMALL_LOOPS": "0"}
+    assert not engine.request_small_loop_kernels(env) and "XLA_FLAGS" not in env
 
 
 def test_unknown_jaxlib_is_left_alone(monkeypatch):
     monkeypatch.setattr(engine, "_jaxlib_version", lambda: (99, 0))
     env = {}
-    assert not engine.request_no_ynn_fusions(env)
+    assert not engine.request_small_loop_kernels(env)
     assert env == {}
+
+
+def test_configure_after_jax_started_warns_and_changes_nothing(monkeypatch):
+    import os
+    monkeypatch.setattr(engine, "backends_started", lambda: True)
+    before = dict(os.environ)
+    with pytest.warns(RuntimeWarning, match="already started"):
+        out = engine.configure()
+    assert dict(os.environ) == before
+    assert out["cpu_devices"] >= 1
 
 
 # --- engine.request_cpu_devices: one CPU device per pool thread for ensembles ---------------------

@@ -162,13 +162,13 @@ needs_two_devices = pytest.mark.skipif(len(__import__("jax").devices()) < 2,
 @needs_two_devices
 def test_members_over_devices_equal_one_device_and_padding_is_dropped(quartic, monkeypatch):
     import jax
-    from dalembert import engine
+    from dalembert.engine import ensembles
     q0, v0 = batch(np.linspace(0.2, 1.3, 5))               # 5 members: padded to 6 on 2 devices
     kw = dict(q0=q0, v0=v0, h=0.05, t_final=3.0, save_every=3)
     split = dl.ensemble(quartic.system, "si-dla", **kw)
     assert split.metadata["devices"] == min(len(jax.devices()), 5)
     assert split.q.shape == (5, 21, 7)
-    monkeypatch.setattr(engine, "ensemble_devices", lambda B, custom_calls=False: jax.devices()[:1])
+    monkeypatch.setattr(ensembles, "ensemble_devices", lambda B, custom_calls=False: jax.devices()[:1])
     one = dl.ensemble(quartic.system, "si-dla", **kw)
     assert one.metadata["devices"] == 1
     np.testing.assert_allclose(split.q, one.q, rtol=0, atol=1e-13)
@@ -185,7 +185,7 @@ def test_lapack_program_runs_on_fewer_devices_than_pool_threads_and_equals_integ
 
     import jax
     import jax.numpy as jnp
-    from dalembert import engine
+    from dalembert.engine import xla as engine
     J = jnp.array([[0.0, 1.0], [-1.0, 0.0]])
 
     def H(x):

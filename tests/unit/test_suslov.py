@@ -15,8 +15,17 @@ from scipy.integrate import solve_ivp
 import dalembert as dl
 from dalembert.errors import ConstraintViolationError, InputError, SystemError_
 from dalembert.lie import so3
-from dalembert.methods.eps import final_state, group_deps_residual
+from dalembert.methods.eps import group_deps_residual
 from dalembert.models.suslov import INERTIA, INERTIA_PRINTED, OMEGA0, exact_omega, reconstruct_reference
+
+
+def final_state(system, method, R0, omega0, h, n, **options):
+    """The node after n steps by the engine's functional core (n at run time: one compilation)."""
+    from dalembert.engine.run import compiled, final_state as engine_final_state
+    out = compiled(engine_final_state, system, method, **options)((R0, omega0), h, int(n))
+    out = {k: np.asarray(v) for k, v in out.items()}
+    out["converged"] = bool(out["ok"])
+    return out
 
 E3 = np.array([0.0, 0.0, 1.0])
 SUSLOV = dl.EulerPoincareSuslovSystem(INERTIA, E3, name="suslov-test")

@@ -23,10 +23,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from .. import models
+from .._cache import cached
 from ..convergence import fitted_order
+from ..engine.run import compiled, raise_if_failed, solve
 from ..methods import discrete_lagrangians as dls
 from ..methods import get as get_method
 from ..methods.gni import GNIState
@@ -44,11 +45,9 @@ GNI = "gni-midpoint"  # the paper's scheme with the midpoint L_d (for V = 0, con
 # ---------------------------------------------------------------------------------------------
 # two-node runs (the paper starts from (q0, q1))
 # ---------------------------------------------------------------------------------------------
-_RUNNERS: dict = {}
-
-
 def run_from_two_nodes(system, method, q0, q1, h, n_steps):
-    """Iterate a two-step scheme (GNI or DLA, midpoint-type L_d) from the nodes (q0, q1).
+    """Iterate a two-step scheme (GNI or DLA, midpoint-type L_d) from the nodes (q0, q1), by the
+    engine's functional core started from the internal state (q1, p⁺_1 = D2 L_d(q0, q1)).
 
     Parameters
     ----------
@@ -60,26 +59,19 @@ def run_from_two_nodes(system, method, q0, q1, h, n_steps):
     q : (n_steps + 1, n) the nodes q_0 … q_{n_steps};  converged : bool (all Newton solves).
     """
     meth = get_method(method)
-    key = (id(system), meth.name, int(n_steps))
-    if key not in _RUNNERS:
-        q0j = jnp.asarray(q0, jnp.float64)
-        scheme = meth.build(system, q0j)
+
+    def make():
         L_d, _ = dls.resolve(meth.discrete_lagrangian, system)
         D2 = jax.grad(L_d, argnums=1)
 
-        @jax.jit
         def go(a, b, h):
-            st = GNIState(b, D2(a, b, h), jnp.zeros_like(b))
-
-            def body(s, _):
-                s2, info = scheme.step(s, h)
-                return s2, (s2.q, info.converged)
-            _, (qs, ok) = lax.scan(body, st, None, length=n_steps - 1)
-            return qs, jnp.all(ok)
-        _RUNNERS[key] = (system, go)
-    qs, ok = _RUNNERS[key][1](jnp.asarray(q0, jnp.float64), jnp.asarray(q1, jnp.float64),
-                              jnp.asarray(h, jnp.float64))
-    return np.vstack([np.asarray(q0, float)[None], np.asarray(q1, float)[None], np.asarray(qs)]), bool(ok)
+            start = GNIState(b, D2(a, b, h), jnp.zeros_like(b))
+            out = solve(system, meth, (b, jnp.zeros_like(b)), h, int(n_steps) - 1, start=start)
+            return out["q"], out["ok"]
+        return jax.jit(go)
+    qs, ok = cached(system, ("two-node run", meth, int(n_steps)), make)(
+        jnp.asarray(q0, jnp.float64), jnp.asarray(q1, jnp.float64), jnp.asarray(h, jnp.float64))
+    return np.vstack([np.asarray(q0, float)[None], np.asarray(qs)]), bool(ok)
 
 
 def post_momentum_energy(system, q, h, discrete_lagrangian=dls.midpoint):
@@ -395,32 +387,14 @@ R0_LIE = np.asarray(jax.jit(lambda w: __import__("dalembert").lie.so3.exp(w))(jn
 
 def lie_scan(system, method, n_steps, h=0.05, omega=(0.3, 1.0, -0.5), R0=None):
     """The node arrays (observation + system diagnostics, each (n_steps + 1, ...)) of a Lie GNI run
-    from R0 (default :data:`R0_LIE`) and the projection of ``omega`` onto D_R0, as one jitted
-    ``lax.scan`` (compiles about 3× faster than the engine's chunked loop; the engine path is what
-    the tests exercise)."""
-    scheme = get_method(method).build(system)
+    from R0 (default :data:`R0_LIE`) and the projection of ``omega`` onto D_R0, by the engine's
+    functional core (one ``lax.scan``, compiled once per system, method and n_steps).
+
+    Raises ConvergenceError naming the first failed step."""
     R0 = jnp.asarray(R0_LIE if R0 is None else R0, jnp.float64)
     w0 = system.project(R0, jnp.asarray(omega, jnp.float64))
-
-    def outs(st):
-        o = dict(scheme.observe(st, h))
-        o.update(system.diagnostics(o))
-        return o
-
-    @jax.jit
-    def go(w0):
-        st = scheme.init(R0, w0, h)
-
-        def body(s, _):
-            s2, info = scheme.step(s, h)
-            return s2, (outs(s2), info.converged)
-        _, (o, ok) = lax.scan(body, st, None, length=n_steps)
-        o0 = outs(st)
-        return {k: jnp.concatenate([o0[k][None], o[k]]) for k in o}, jnp.all(ok)
-    o, ok = go(w0)
-    if not bool(ok):
-        raise RuntimeError(f"{get_method(method).name}: a Newton solve did not converge")
-    return _Nodes({k: np.asarray(v) for k, v in o.items()})
+    out = raise_if_failed(compiled(solve, system, method, n_steps=int(n_steps))((R0, w0), h), method, h)
+    return _Nodes({k: np.asarray(v) for k, v in out.items()})
 
 
 @experiment("ferraro2008-lie-energy", "Theorem 1 on SO(3): exact energy of the Lie-group GNI", PAPER,

@@ -14,11 +14,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from .. import models
 from ..convergence import convergence, fitted_order
 from ..engine import step_count
+from ..engine.run import compiled, final_state, raise_if_failed
 from ..methods import get as get_method
 from ..methods import gni_leapfrog as lf
 from ..methods.gni import affine_reflection
@@ -37,23 +37,12 @@ EXPECTED = {"gni-euler-a": (0.85, 1.15, "R6"), "gni-euler-b": (0.85, 1.15, "R6")
 
 def _naive_composition_error(model, hs, T):
     """Final-time q error of F_A(h/2) then F_B(h/2) in the staggered (q, p̃, λ̃) variables."""
-    sys_ = model.system
-    step_a = lf.make_leapfrog_step(sys_, model.q0, "A")
-    step_b = lf.make_leapfrog_step(sys_, model.q0, "B")
-
-    @jax.jit
-    def run(q0, v0, h, n):
-        p0 = sys_.momentum(q0, v0)
-        st = lf.LeapfrogState(q0, p0, jnp.zeros(1))
-
-        def body(_, s):
-            return step_b(step_a(s, 0.5 * h), 0.5 * h)
-        return lax.fori_loop(0, n, body, st).q
+    run = compiled(final_state, model.system, lf.naive_composition)
 
     errs = []
     for h in hs:
         n = int(round(T / h))
-        qT = np.asarray(run(jnp.asarray(model.q0), jnp.asarray(model.v0), h, n))
+        qT = np.asarray(raise_if_failed(run((model.q0, model.v0), h, n), lf.naive_composition, h)["q"])
         q_ref, _ = model.solution(np.array([0.0, n * h]))
         errs.append(float(np.max(np.abs(qT - q_ref[-1]))))
     return np.array(errs)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import models
 from ..lie import so3
-from ..methods.eps import final_state, simulate
+from ..engine.run import compiled, final_state, raise_if_failed, solve
 from ..models.suslov import INERTIA, exact_omega, reconstruct_reference
 from ..plots import _save, plt
 from .base import Check, check_below, check_range, experiment
@@ -53,19 +53,15 @@ def _near(claim, value, target, rel, source, fmt="{:.4g}"):
 
 
 def _run(sys_, method, R0, w0, h, n, **opts):
-    """All nodes 0..n (R, omega, lam, t)."""
-    out = simulate(sys_, method, R0, w0, h, n, **opts)
-    if not out["converged"]:
-        raise RuntimeError(f"{method}: a Newton solve did not converge")
-    return out
+    """All nodes 0..n (R, omega, lam, t, ...), by the engine's functional core."""
+    out = compiled(solve, sys_, method, n_steps=int(n), **opts)((R0, w0), h)
+    return {k: np.asarray(v) for k, v in raise_if_failed(out, method, h).items()}
 
 
 def _end(sys_, method, R0, w0, h, n, **opts):
-    """The node after n steps (R, omega, lam); one compilation per method and options."""
-    out = final_state(sys_, method, R0, w0, h, n, **opts)
-    if not out["converged"]:
-        raise RuntimeError(f"{method}: a Newton solve did not converge")
-    return out
+    """The node after n steps (R, omega, lam, ...); one compilation per method and options."""
+    out = compiled(final_state, sys_, method, **opts)((R0, w0), h, int(n))
+    return {k: np.asarray(v) for k, v in raise_if_failed(out, method, h).items()}
 
 
 # ---------------------------------------------------------------------------------------------

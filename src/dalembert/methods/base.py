@@ -9,7 +9,10 @@ A method builds, for a given system, a :class:`Scheme` of three pure functions:
   and, where the method has one, the multiplier λ_k (Lagrange–d'Alembert sign convention).
 
 The engine compiles ``step`` into a ``lax.scan``; no Python runs per step. A new method is one
-module that defines a :class:`Method` subclass and calls :func:`register`.
+module that defines a :class:`Method` subclass and its instances in a ``METHODS`` tuple, which
+``dalembert.methods`` registers (:func:`register`; a user's own method needs no registration:
+pass the object). Its ``traits.integrates`` names the system kinds it takes; the engine refuses
+any other kind before ``build`` runs (:func:`dalembert.systems.kind.resolve`).
 """
 from __future__ import annotations
 
@@ -85,6 +88,9 @@ class Traits:
     node_velocity : what the method reports as v_k.
     source : paper and equation.
     family : method family (module).
+    integrates : the system kinds it integrates (``SystemKind.kind`` names, e.g.
+        ``("nonholonomic",)``); other kinds reach it only through a registered view
+        (:mod:`dalembert.systems.kind`). Empty: not declared (the system is passed as it is).
     """
 
     order: int
@@ -95,12 +101,14 @@ class Traits:
     source: str = ""
     family: str = ""
     explicit_when: str = ""
+    integrates: tuple = ()
 
     def as_dict(self) -> dict:
         return {
             "order": self.order, "symmetric": self.symmetric, "implicit": self.implicit,
             "explicit_when": self.explicit_when, "preserves": list(self.preserves),
             "node_velocity": self.node_velocity, "source": self.source, "family": self.family,
+            "integrates": list(self.integrates),
         }
 
 
@@ -154,3 +162,8 @@ def get(name_or_method) -> Method:
 def available() -> dict:
     """Registered methods: ``{name: Traits}``, in registration order."""
     return {name: m.traits for name, m in _REGISTRY.items()}
+
+
+def registry() -> dict:
+    """Registered methods: ``{name: Method}``, in registration order."""
+    return dict(_REGISTRY)

@@ -67,9 +67,6 @@ class DLAState(NamedTuple):
 
 
 def _check_system(system, q0, name):
-    from ..systems.nonholonomic import NonholonomicSystem
-    if not isinstance(system, NonholonomicSystem):
-        raise InputError(f"{name} takes a NonholonomicSystem; got {type(system).__name__}")
     if system.is_affine:
         raise InputError(f"{name}: affine constraints are not supported (Celledoni et al. 2019 compare "
                          "these methods on linear constraints only)")
@@ -209,7 +206,7 @@ class SparkLobatto2(Method):
 
 def _traits(preserves, node_velocity, source, explicit_when=""):
     return Traits(order=2, symmetric=True, implicit=True, preserves=preserves,
-                  node_velocity=node_velocity, source=source, family="comparison",
+                  node_velocity=node_velocity, source=source, family="comparison", integrates=("nonholonomic",),
                   explicit_when=explicit_when)
 
 
@@ -243,3 +240,6 @@ def _methods():
                 "one Newton iteration when μ(q1) does not depend on the coordinates the impulse moves"),
             description="2-stage Lobatto IIIA–B SPARK (nonholonomic RATTLE); not energy-preserving."),
     )
+
+
+METHODS = _methods()

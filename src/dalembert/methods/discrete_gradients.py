@@ -16,10 +16,10 @@ Discrete gradients (spec §3): :func:`avf` (11) by Gauss–Legendre quadrature, 
 (12), :func:`itoh_abe` (13) and the symmetrised :func:`itoh_abe_symmetric` (ours, spec §3.3).
 
 Registered methods: ``dg-avf``, ``dg-gonzalez``, ``dg-itoh-abe``, ``dg-itoh-abe-sym``,
-``implicit-midpoint``. They accept an :class:`~dalembert.systems.almost_poisson.AlmostPoissonSystem`
-(initial state ``x0``) or a :class:`~dalembert.NonholonomicSystem` (initial state ``q0, v0``),
-which is reduced on the fly with :func:`~dalembert.systems.almost_poisson.almost_poisson`
-(basis anchored at q0). Reported at the nodes: ``x`` (the almost-Poisson state) and, for a
+``implicit-midpoint``. They integrate an :class:`~dalembert.systems.almost_poisson.AlmostPoissonSystem`
+(initial state ``x0``); a :class:`~dalembert.NonholonomicSystem` (initial state ``q0, v0``)
+reaches them through the registered view :func:`~dalembert.systems.almost_poisson.almost_poisson`
+(basis anchored at q0), which the engine applies. Reported at the nodes: ``x`` (the almost-Poisson state) and, for a
 reduced system, ``q`` and ``v = X g_D⁻¹ ρ`` (16a) (plus ``p = G v`` for a NonholonomicSystem, and
 ``basis_conditioning``, the Householder conditioning of the automatic basis, which ends the chart
 below :data:`~dalembert.systems.almost_poisson.DEGENERACY_TOL`).
@@ -35,7 +35,7 @@ import numpy as np
 from .. import linalg
 from ..errors import InputError
 from ..solvers.newton import MAX_ITER, RTOL, newton
-from ..systems.almost_poisson import DEGENERACY_TOL, AlmostPoissonSystem, almost_poisson
+from ..systems.almost_poisson import DEGENERACY_TOL, AlmostPoissonSystem
 from .base import Method, Scheme, StepInfo, Traits
 
 #: Default number of Gauss–Legendre nodes of the AVF discrete gradient (spec §3.1: 5 nodes give
@@ -173,17 +173,6 @@ def discrete_gradient(kind: str, H, **options):
 # the integrators
 # ---------------------------------------------------------------------------------------------
 
-def as_almost_poisson(system, x0):
-    """(AlmostPoissonSystem, reduced?) for a system given to a DG method (see module doc)."""
-    if isinstance(system, AlmostPoissonSystem):
-        return system, False
-    from ..systems.nonholonomic import NonholonomicSystem
-    if isinstance(system, NonholonomicSystem):
-        return almost_poisson(system, np.asarray(x0)), True
-    raise InputError(f"discrete-gradient methods take an AlmostPoissonSystem or a NonholonomicSystem; "
-                     f"got {type(system).__name__}")
-
-
 def dg_step_fn(ap: AlmostPoissonSystem, dg, *, rtol: float = RTOL, max_iter: int = MAX_ITER,
                jacobian: str = "exact", newton_update: str = "simplified", autodiff: str = "rev"):
     """step(x (N,), h) -> (x' (N,), StepInfo): one step of (14) with Π̃ = Π(x̄), by Newton
@@ -247,7 +236,7 @@ class DiscreteGradientMethod(Method):
     def build(self, system, x0, *, nodes: int = AVF_NODES, rtol: float = RTOL,
               max_iter: int = MAX_ITER, jacobian: str | None = None,
               newton_update: str = "simplified") -> Scheme:
-        ap, reduced = as_almost_poisson(system, x0)
+        ap = system
         opts = {"nodes": nodes} if self.gradient == "avf" else {}
         dg = discrete_gradient(self.gradient, ap.hamiltonian, **opts)
         if jacobian is None:
@@ -255,20 +244,16 @@ class DiscreteGradientMethod(Method):
         step = dg_step_fn(ap, dg, rtol=rtol, max_iter=max_iter, jacobian=jacobian,
                           newton_update=newton_update)
 
-        if reduced:
-            def init(q0, v0, h=None):
-                return ap.reduce(jnp.asarray(q0), jnp.asarray(v0))
-        else:
-            def init(x0_, h=None):
-                return jnp.asarray(x0_)
+        def init(x0_, h=None):
+            return jnp.asarray(x0_)
 
         def observe(x, h=None):
             out = {"x": x}
             if ap.lift is not None:
                 q, v = ap.lift(x)
                 out["q"], out["v"] = q, v
-                if reduced:
-                    out["p"] = system.momentum(q, v)
+                if ap.nonholonomic is not None:
+                    out["p"] = ap.nonholonomic.momentum(q, v)
             if ap._degeneracy is not None:
                 # conditioning of the reduced basis (≥ 1 at the anchor; steps fail below
                 # DEGENERACY_TOL): kept in Trajectory.extra to show where a chart ends
@@ -284,7 +269,8 @@ def _traits(order, symmetric, dg_name, source, energy=True):
         "node constraint μ(q_k) v_k = 0 (v_k = X g_D⁻¹ ρ_k, reduced form)")
     return Traits(order=order, symmetric=symmetric, implicit=True, preserves=preserves,
                   node_velocity="v_k = X(q_k) g_D(q_k)⁻¹ ρ_k (16a), from the reduced state ζ_k = (q_k, ρ_k)",
-                  source=f"{_SOURCE}, {source}", family="discrete-gradients")
+                  source=f"{_SOURCE}, {source}", family="discrete-gradients",
+                  integrates=("almost-poisson",))
 
 
 def _methods():
@@ -313,3 +299,6 @@ def _methods():
                            "(Remark 3.2: the DG methods when H is quadratic)", energy=False),
             description="Implicit midpoint rule on the almost-Poisson form (energy-exact only for quadratic H)."),
     )
+
+
+METHODS = _methods()

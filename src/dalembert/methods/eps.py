@@ -71,10 +71,6 @@ class EPSState(NamedTuple):
 
 
 def _check_system(system, method_name, needs_quadratic=False):
-    from ..systems.euler_poincare_suslov import EulerPoincareSuslovSystem
-    if not isinstance(system, EulerPoincareSuslovSystem):
-        raise InputError(f"method {method_name!r} integrates an EulerPoincareSuslovSystem; got "
-                         f"{type(system).__name__}")
     if needs_quadratic and not is_quadratic(system):
         raise InputError(f"method {method_name!r} needs a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω "
                          f"(its equations use the constant inertia 𝕀); system {system.name!r} has a "
@@ -313,7 +309,8 @@ def group_deps_residual(system, W0, W1, h):
 
 def eps_traits(order, symmetric, implicit, preserves, node_velocity, source):
     return Traits(order=order, symmetric=symmetric, implicit=implicit, preserves=preserves,
-                  node_velocity=node_velocity, source=source, family="eps")
+                  node_velocity=node_velocity, source=source, family="eps",
+                  integrates=("euler-poincare-suslov",))
 
 
 _GROUP = ("R_k ∈ SO(3) (Cayley/exp reconstruction, P40)", "A ω_k = 0 (reduced constraint)")
@@ -356,87 +353,3 @@ eps_variational = EPSVariational(
     description="Variational discrete EPS integrator (l̃_d = h l, Cayley retraction)." + _RECON)
 
 METHODS = (dreps_euler, dreps_rk4, eps_midpoint, eps_variational)
-
-
-# ---------------------------------------------------------------------------------------------
-# a compiled runner (used by the experiments; dl.integrate is the general entry point)
-# ---------------------------------------------------------------------------------------------
-_RUNNERS: dict = {}
-
-
-def simulate(system, method, R0, omega0, h, n_steps, **options):
-    """Run ``method`` for ``n_steps`` steps of size h in one compiled ``lax.scan``.
-
-    Parameters
-    ----------
-    system : EulerPoincareSuslovSystem;  method : registered name or Method;
-    R0 (3, 3), omega0 (3,) : validated initial state (see ``system.check_initial_state``);
-    h : step;  n_steps : number of steps;  **options : passed to the method's ``build``.
-
-    Returns
-    -------
-    dict of numpy arrays at the nodes 0..n_steps: t (N+1,), R (N+1, 3, 3), omega (N+1, 3),
-    lam (N+1, m), plus ``converged`` (bool, all Newton solves converged) and ``iterations``
-    (N,) Newton iterations per step.
-    """
-    from ..methods import get as get_method
-    import numpy as np
-
-    m = get_method(method)
-    key = (id(system), m.name, int(n_steps), tuple(sorted(options.items())))
-    if key not in _RUNNERS:
-        scheme = m.build(system, np.asarray(R0), **options)
-
-        def run(R0, w0, h):
-            st = scheme.init(R0, w0, h)
-
-            def body(s, _):
-                s, info = scheme.step(s, h)
-                return s, (scheme.observe(s, h), info)
-
-            _, (obs, info) = jax.lax.scan(body, st, None, length=int(n_steps))
-            first = scheme.observe(st, h)
-            nodes = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, obs)
-            return nodes, info
-
-        _RUNNERS[key] = (system, jax.jit(run))
-    obs, info = _RUNNERS[key][1](jnp.asarray(R0, jnp.float64), jnp.asarray(omega0, jnp.float64),
-                                 jnp.float64(h))
-    out = {k: np.asarray(v) for k, v in obs.items()}
-    out["t"] = np.arange(int(n_steps) + 1) * float(h)
-    out["converged"] = bool(np.all(np.asarray(info.converged)))
-    out["iterations"] = np.asarray(info.iterations)
-    return out
-
-
-_FINAL: dict = {}
-
-
-def final_state(system, method, R0, omega0, h, n_steps, **options):
-    """The node after ``n_steps`` steps (n_steps is a runtime argument: one compilation serves every
-    h and n). Returns a dict of numpy arrays R (3, 3), omega (3,), lam (m,) and ``converged``."""
-    from ..methods import get as get_method
-    import numpy as np
-
-    m = get_method(method)
-    key = (id(system), m.name, tuple(sorted(options.items())))
-    if key not in _FINAL:
-        scheme = m.build(system, np.asarray(R0), **options)
-
-        def run(R0, w0, h, n):
-            st = scheme.init(R0, w0, h)
-
-            def body(_, carry):
-                s, ok = carry
-                s, info = scheme.step(s, h)
-                return s, ok & info.converged
-
-            st, ok = jax.lax.fori_loop(0, n, body, (st, jnp.array(True)))
-            return scheme.observe(st, h), ok
-
-        _FINAL[key] = (system, jax.jit(run))
-    obs, ok = _FINAL[key][1](jnp.asarray(R0, jnp.float64), jnp.asarray(omega0, jnp.float64),
-                             jnp.float64(h), jnp.int32(n_steps))
-    out = {k: np.asarray(v) for k, v in obs.items()}
-    out["converged"] = bool(ok)
-    return out

@@ -99,9 +99,6 @@ def recentre_jacobian(rho):
 
 def _reduced_parts(rs):
     """(n, G̃(x), μ̃(x, R), ν̃(x, R) or None, Ṽ(x)) of a left-trivialised ReducedSystem."""
-    if getattr(rs, "kind", None) != "reduced":
-        raise InputError(f"gni-exp-chart integrates a left-trivialised ReducedSystem; got "
-                         f"{type(rs).__name__}")
     if rs.trivialization != "left":
         raise InputError(f"gni-exp-chart needs a left-trivialised ReducedSystem (body ξ); "
                          f"{rs.name} has trivialization={rs.trivialization!r}")
@@ -149,15 +146,10 @@ def exp_chart_system(reduced_system, name: str | None = None) -> NonholonomicSys
     return NonholonomicSystem(mass_matrix, potential, constraint_matrix, constraint_rhs, name=nm)
 
 
-_CHART_SYSTEMS: dict = {}
-
-
 def _chart_system(rs):
-    entry = _CHART_SYSTEMS.get(id(rs))
-    if entry is None or entry[0] is not rs:
-        entry = (rs, exp_chart_system(rs))
-        _CHART_SYSTEMS[id(rs)] = entry
-    return entry[1]
+    """The exponential-chart NonholonomicSystem of ``rs`` (kept with ``rs``)."""
+    from .._cache import cached
+    return cached(rs, "exp-chart system", lambda: exp_chart_system(rs))
 
 
 def chart_state(x0, R0, xdot0, xi0):
@@ -236,7 +228,7 @@ exp_chart_gni = ExpChartGNI(
         source=(f"{_PUB}, §7.4.2 (unreduced affine GNI in exponential coordinates, Euler-A L_d); "
                 "chart re-centring ρ ↦ ρ(1 − 2π/|ρ|) at |ρ| > π + 0.5 with covector transport "
                 "(gni-2015-new-developments.md §5.3; energy jumps O(h) at re-centrings)"),
-        family="exp-chart"),
+        family="exp-chart", integrates=("reduced",)),
     description="Unreduced affine GNI (Euler-A L_d) of a left-trivialised R^n×SO(3) system in "
                 "exponential coordinates, with chart re-centring; first order.",
     discrete_lagrangian=dls.euler_a)

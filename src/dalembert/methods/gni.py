@@ -237,4 +237,48 @@ def _gni_traits(order, symmetric, source, explicit_when):
         preserves=("node constraint μ(q_k) v_k = ν(q_k) (averaged momentum)",
                    "nonholonomic momentum of horizontal symmetries (G-invariant L_d)"),
         node_velocity="G⁻¹ p̄_k, p̄_k = (p⁺_k + p⁻_k)/2 = P*p⁺_k + Q*Π (the averaged momentum)",
-        source=source, family="gni")
+        source=source, family="gni", integrates=("nonholonomic",))
+
+
+# ---------------------------------------------------------------------------------------------
+# the registered GNIs
+# ---------------------------------------------------------------------------------------------
+_PUB = "Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871"
+
+
+def _registered():
+    from .composition import Composition
+
+    nh_rattle = GNI(
+        name="nh-rattle",
+        traits=_gni_traits(2, True, f"McLachlan–Perlmutter nonholonomic RATTLE/SHAKE = GNI with L_d^SV; "
+                           f"{_PUB}, (15), Remark 5.1, §6.1 (affine)", "constant mass matrix"),
+        description="Nonholonomic RATTLE: half kick, reflect, half kick (GNI with the Störmer–Verlet L_d).",
+        discrete_lagrangian=dls.stormer_verlet)
+    euler_a = GNI(
+        name="gni-euler-a",
+        traits=_gni_traits(1, False, f"{_PUB}, (10)-(11), (13), erratum 1 (implemented from L_d^A)",
+                           "constant mass matrix"),
+        description="GNI extension of symplectic Euler A: reflect, then kick (potential at the left node).",
+        discrete_lagrangian=dls.euler_a)
+    euler_b = GNI(
+        name="gni-euler-b",
+        traits=_gni_traits(1, False, f"{_PUB}, (10), (12), (14), erratum 1 (implemented from L_d^B)",
+                           "constant mass matrix"),
+        description="GNI extension of symplectic Euler B: kick, then reflect (potential at the right node).",
+        discrete_lagrangian=dls.euler_b)
+    euler_ab = Composition(
+        name="gni-euler-ab",
+        traits=_gni_traits(2, True, f"{_PUB}, Remark 5.5 with errata 5 (T*Q composition, A first)",
+                           "constant mass matrix"),
+        description="GNI-A(h/2) then GNI-B(h/2) in T*Q variables: second order, not RATTLE.",
+        stages=((euler_a, 0.5), (euler_b, 0.5)))
+    midpoint = GNI(
+        name="gni-midpoint",
+        traits=_gni_traits(2, True, f"{_PUB}, Definition 4.1 with L_d = h L((q0+q1)/2, (q1-q0)/h)", ""),
+        description="GNI with the midpoint discrete Lagrangian; Newton for any G(q).",
+        discrete_lagrangian=dls.midpoint)
+    return (nh_rattle, euler_a, euler_b, euler_ab, midpoint)
+
+
+METHODS = _registered()

@@ -17,11 +17,13 @@ Hamiltonian sign (λ̃ = −λ of the Lagrange–d'Alembert equations).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax.numpy as jnp
 
 from .. import linalg
+from .base import Method, Scheme, Traits, explicit_info
 from .gni import constraint_split, metric_factor_fn
 
 #: c of each variant (weight of ∇V(q_{k+1}) in the multiplier equation).
@@ -63,3 +65,35 @@ def project_to_manifold(system, q0, variant: str, q, p, lam, h):
     mu, Lc, nu = constraint_split(system, q, f)
     r = linalg.mv(mu, f.solve(p + s_sign * 0.5 * h * g)) - nu
     return LeapfrogState(q, p - linalg.vm(linalg.cho_solve(Lc, r), mu), lam)
+
+
+@dataclass(frozen=True, eq=False)
+class NaiveLeapfrogComposition(Method):
+    """F_A(h/2) then F_B(h/2) composed in the staggered (q, p̃, λ̃) variables: the composition that
+    Remark 5.5 (erratum 5) shows to be only first order — a counter-example, not registered.
+    Starts from (q0, G v0, λ̃ = 0); reports q, p̃ and v = G⁻¹p̃."""
+
+    def build(self, system, q0) -> Scheme:
+        step_a = make_leapfrog_step(system, q0, "A")
+        step_b = make_leapfrog_step(system, q0, "B")
+        factor_fn = metric_factor_fn(system, q0)
+        m = system.constraint_matrix(jnp.asarray(q0)).shape[0]
+
+        def init(q0_, v0_, h=None):
+            return LeapfrogState(q0_, system.momentum(q0_, v0_), jnp.zeros(m))
+
+        def step(state, h):
+            return step_b(step_a(state, 0.5 * h), 0.5 * h), explicit_info()
+
+        def observe(state, h=None):
+            return {"q": state.q, "p": state.p, "v": factor_fn(state.q).solve(state.p)}
+        return Scheme(init, step, observe)
+
+
+naive_composition = NaiveLeapfrogComposition(
+    name="gni-ab-staggered",
+    traits=Traits(order=1, symmetric=False, implicit=False,
+                  source="Ferraro–Jiménez–Martín de Diego 2015, Remark 5.5 with erratum 5 (the naive "
+                         "staggered composition: first order)",
+                  family="gni", integrates=("nonholonomic",)),
+    description="F_A(h/2) ∘ F_B(h/2) in the staggered variables (first order; a counter-example).")

@@ -41,9 +41,6 @@ _SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019"
 
 
 def _check_system(system, name):
-    from ..systems.nonholonomic import NonholonomicSystem
-    if not isinstance(system, NonholonomicSystem):
-        raise InputError(f"{name} takes a NonholonomicSystem; got {type(system).__name__}")
     if system.is_affine:
         raise InputError(f"{name}: affine constraints are not supported (Celledoni et al. 2019 treat "
                          "linear constraints)")
@@ -150,7 +147,7 @@ def _methods():
                 preserves=("energy H(q, p) (exactly, Gonzalez discrete gradient)",),
                 node_velocity="v_k = G⁻¹p_k (does NOT satisfy the constraint: it drifts)",
                 source=f"{_SOURCE}, (15) with the Gonzalez DG (12); q̄ the midpoint (erratum 7)",
-                family="discrete-gradients"),
+                family="discrete-gradients", integrates=("nonholonomic",)),
             description="Full-space Gonzalez DG with multipliers: energy-exact, constraint drifts."),
         GonzalezR(
             name="gonzalez-r",
@@ -161,6 +158,9 @@ def _methods():
                            "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (Remark 3.3)"),
                 node_velocity="v_k = G⁻¹p_k, p_k = G X g_D⁻¹ ρ_k (16a): on the constraint",
                 source=f"{_SOURCE}, §3.3, Algorithm 1 (erratum 6), (16)–(18), Remark 3.5 (option)",
-                family="discrete-gradients"),
+                family="discrete-gradients", integrates=("nonholonomic",)),
             description="Reduced Gonzalez method run in canonical coordinates with a Householder basis."),
     )
+
+
+METHODS = _methods()

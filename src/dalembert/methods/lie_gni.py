@@ -233,32 +233,12 @@ class LieGNI(Method):
 
 
 def _as_lie_system(system, name):
-    from ..systems.euler_poincare_suslov import EulerPoincareSuslovSystem
-    from ..systems.lie_nonholonomic import LieNonholonomicSystem
-    if isinstance(system, LieNonholonomicSystem):
-        return system
-    if isinstance(system, EulerPoincareSuslovSystem) and not getattr(system, "quadratic", True):
-        raise InputError(f"method {name!r} needs a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω (the "
-                         f"reflection uses the metric 𝕀 and l_d is built from it); system "
-                         f"{system.name!r} has a non-quadratic l. Use dreps-euler, dreps-rk4 or "
-                         f"eps-variational")
-    if isinstance(system, EulerPoincareSuslovSystem) and system.symmetric:
-        return _lie_view(system)
-    raise InputError(f"method {name!r} integrates a LieNonholonomicSystem (or a symmetric "
-                     f"EulerPoincareSuslovSystem); got {type(system).__name__}")
-
-
-def _lie_view(eps_system):
-    """A LieNonholonomicSystem with the constant covectors of an EPS system (same equations)."""
-    from ..systems.lie_nonholonomic import LieNonholonomicSystem
-    cache = _LIE_VIEWS.get(id(eps_system))
-    if cache is None or cache[0] is not eps_system:
-        cache = (eps_system, LieNonholonomicSystem(eps_system.inertia, eps_system.A, eps_system.name))
-        _LIE_VIEWS[id(eps_system)] = cache
-    return cache[1]
-
-
-_LIE_VIEWS: dict = {}
+    """The LieNonholonomicSystem the method integrates: ``system`` itself, or (when ``build`` is
+    called directly rather than through the engine, which applies registered views first) the
+    registered view of an Euler–Poincaré–Suslov system."""
+    from ..systems.kind import find_view
+    view = find_view(system, ("lie-nonholonomic",))
+    return system if view is None else view.system(system)
 
 
 def lie_gni(discrete_lagrangian, name: str = "lie-gni-custom", order: int = 2) -> LieGNI:
@@ -278,7 +258,7 @@ def _traits(order, source, extra=()):
                    "energy ½|μ⁻_k|² for a bi-invariant metric, any left-invariant l_d, any D (Thm 1)")
         + tuple(extra),
         node_velocity="𝕀⁻¹μ̃_k, μ̃_k = ½(μ⁺_k + μ⁻_k) = P̂*μ⁺_k (the averaged body momentum)",
-        source=source, family="lie-gni")
+        source=source, family="lie-gni", integrates=("lie-nonholonomic",))
 
 
 METHODS = (

@@ -94,9 +94,6 @@ def sv_discrete_lagrangian(system):
 
 
 def _as_reduced(system, name, require_left):
-    from ..systems.reduced import ReducedSystem
-    if not isinstance(system, ReducedSystem):
-        raise InputError(f"method {name!r} integrates a ReducedSystem (R^n × SO(3)); got {type(system).__name__}")
     if require_left and not system.left:
         raise InputError(f"method {name!r} needs trivialization='left' (body velocities, spec §2.11); "
                          f"{system.name} uses {system.trivialization!r} — use 'reduced-gni'")
@@ -297,7 +294,7 @@ def _traits(source, extra=()):
                    "R_k ∈ SO(3) to round-off") + tuple(extra),
         node_velocity="G̃⁻¹p̄_k, p̄_k = ½(FL⁺_k + FL⁻_k) = P*FL⁺_k + Q*Π (averaged momentum); the "
                       "two-point start-up caps the observed order at 1 (spec §8, erratum 15)",
-        source=source, family="reduced-gni",
+        source=source, family="reduced-gni", integrates=("reduced",),
         explicit_when="")
 
 

@@ -131,7 +131,7 @@ METHODS = (
                        "R_k ∈ SO(3) to round-off"),
             node_velocity="G̃⁻¹p̄_k, p̄_k = (p̃_k, M̃_k + (h/2)ηᵀλ̃_k) (averaged momentum; = reduced-gni's)",
             source=f"{_PUB}, §7.2 algorithm (37) with errata 7–9 (spec §2.6); affine term of §7.3 (38)",
-            family="reduced-gni",
+            family="reduced-gni", integrates=("reduced",),
             explicit_when=""),
         description="RATTLE for reduced spaces (37): explicit x, linear m×m solve for λ̃, Newton in ξ; "
                     "constant metric blocks; identical to reduced-gni with the SV-type l_d."),

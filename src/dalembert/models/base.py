@@ -88,7 +88,7 @@ class Model:
     def solution(self, t, q0=None, v0=None):
         """(q, v) at times t (t[0] is the initial time, 0): the exact solution where there is
         one, else the reference ODE (DOP853, rtol = atol = 1e-13)."""
-        from ..methods.reference import reference_solution
+        from ..systems.index1_ode import reference_solution
         q0 = self.q0 if q0 is None else np.asarray(q0, float)
         v0 = self.v0 if v0 is None else np.asarray(v0, float)
         t = np.asarray(t, float)
@@ -96,6 +96,27 @@ class Model:
             return self.exact_solution(t, q0, v0)
         q, v, _ = reference_solution(self.system, q0, v0, t)
         return q, v
+
+    def state_solution(self, t, **state) -> tuple:
+        """(named node arrays at times t, label of the source): the exact solution where the model
+        has one, else its own reference, else its system kind's reference solution
+        (``system.reference_solution``). ``state``: initial-state arrays by name (default the
+        model's). Arrays are named as the methods name them (q, v; R, omega; x, R, xdot, xi)."""
+        names = list(self.initial_state)
+        unknown = set(state) - set(names)
+        if unknown:
+            raise InputError(f"{self.name}: unknown initial-state names {sorted(unknown)}; the state is "
+                             f"{', '.join(names)}")
+        x0 = {k: np.asarray(state.get(k, v), float) for k, v in self.initial_state.items()}
+        arrays = [k[:-1] if k.endswith("0") and len(k) > 1 else k for k in names]
+        t = np.asarray(t, float)
+        for fn, label in ((self.exact_solution, "exact solution"), (self.reference, "the model's reference solution")):
+            if fn is None:
+                continue
+            out = fn(t, *x0.values()) if names == ["q0", "v0"] and fn is self.exact_solution else fn(t, **x0)
+            return (dict(out) if isinstance(out, dict) else dict(zip(arrays, out))), label
+        return (self.system.reference_solution(*x0.values(), t=t),
+                "reference solution (DOP853, rtol = atol = 1e-13)")
 
     @property
     def has_exact_solution(self) -> bool:

@@ -1,9 +1,11 @@
-"""Continuous models: the systems that methods discretise."""
+"""Continuous models: the system kinds that methods discretise (:mod:`dalembert.systems.kind`)."""
+from .kind import NoReferenceError, SystemKind, register_view, views
 from .nonholonomic import NonholonomicSystem
 from .almost_poisson import AlmostPoissonSystem, almost_poisson
+from .euler_poincare_suslov import EulerPoincareSuslovSystem, LeftInvariantSystem
+from .lie_nonholonomic import LieNonholonomicSystem
+from .reduced import ReducedSystem
 
-__all__ = ["NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson"]
-from .euler_poincare_suslov import EulerPoincareSuslovSystem, LeftInvariantSystem  # noqa: E402
-__all__ += ["EulerPoincareSuslovSystem", "LeftInvariantSystem"]
-from .reduced import ReducedSystem  # noqa: E402
-__all__ += ["ReducedSystem"]
+__all__ = ["SystemKind", "NoReferenceError", "register_view", "views", "NonholonomicSystem",
+           "AlmostPoissonSystem", "almost_poisson", "EulerPoincareSuslovSystem",
+           "LeftInvariantSystem", "LieNonholonomicSystem", "ReducedSystem"]

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
+from .kind import SystemKind
 from .nonholonomic import _as_vector
 
 #: A Householder step whose conditioning (ν + s R_kk)/ν (1 to 2 with the standard signs, 0 where
@@ -35,7 +36,7 @@ DEGENERACY_TOL = 0.05
 SKEW_RTOL = 1e-12
 
 
-class AlmostPoissonSystem:
+class AlmostPoissonSystem(SystemKind):
     """ẋ = Π(x) ∇H(x) on R^N with Π skew-symmetric (an almost-Poisson bracket {f, g} = ∇fᵀΠ∇g).
 
     Parameters
@@ -68,6 +69,8 @@ class AlmostPoissonSystem:
 
     #: Keyword names of the initial state in ``dl.integrate`` (the system-kind protocol).
     state_names = ("x0",)
+    kind = "almost-poisson"
+    path_array = "x"
 
     def __init__(self, poisson_matrix, hamiltonian, name: str = "almost-poisson", *,
                  constraint=None, lift=None, reduce=None, nonholonomic=None, degeneracy=None,
@@ -393,3 +396,34 @@ def almost_poisson(system, q0, *, signs=None, name: str | None = None) -> Almost
     ap.reduced_metric = reduced_metric
     ap.signs = signs
     return ap
+
+
+# ---------------------------------------------------------------------------------------------
+# the registered view: a NonholonomicSystem as an AlmostPoissonSystem
+# ---------------------------------------------------------------------------------------------
+
+def _anchor_signs(system, q0) -> tuple:
+    """The standard Householder signs of μ(q0)ᵀ: what the reduction anchored at q0 depends on."""
+    mu0 = jnp.asarray(system.constraint_matrix(jnp.asarray(q0, jnp.float64)))
+    return tuple(float(s) for s in np.asarray(householder_qr(mu0.T)[2]))
+
+
+def _view_system(system, q0, v0=None):
+    """The almost-Poisson form of ``system`` anchored at q0: one object per sign pattern of the
+    anchor (kept with the system), so that runs from every q0 with the same signs share it and
+    its compiled programs."""
+    from .._cache import cached
+    signs = _anchor_signs(system, q0)
+    return cached(system, ("almost-poisson view", np.shape(q0), signs),
+                  lambda: almost_poisson(system, q0, signs=signs))
+
+
+def _view_state(ap, q0, v0):
+    return (ap.reduce(jnp.asarray(q0), jnp.asarray(v0)),)
+
+
+from .kind import register_view  # noqa: E402
+
+register_view("nonholonomic", "almost-poisson", _view_system, _view_state,
+              "the automatic reduction dl.almost_poisson (Celledoni et al. 2019 §3.3, (16)–(18)), "
+              "anchored at the initial configuration")

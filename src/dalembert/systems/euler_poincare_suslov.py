@@ -26,9 +26,10 @@ import numpy as np
 
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from ..lie import so3
+from .kind import SystemKind
 
 
-class EulerPoincareSuslovSystem:
+class EulerPoincareSuslovSystem(SystemKind):
     """An Euler–Poincaré–Suslov system on SO(3) (rigid body with body-fixed velocity constraints).
 
     Parameters
@@ -53,6 +54,7 @@ class EulerPoincareSuslovSystem:
     #: Keyword names of the initial state in ``dl.integrate`` (the system-kind protocol).
     state_names = ("R0", "omega0")
     kind = "euler-poincare-suslov"
+    path_array = "omega"
 
     def __init__(self, inertia, constraint_vectors, name: str = "euler-poincare-suslov", *,
                  allow_nonsymmetric: bool = False):

@@ -25,9 +25,10 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from ..lie import so3
+from .kind import SystemKind
 
 
-class LieNonholonomicSystem:
+class LieNonholonomicSystem(SystemKind):
     """A left-invariant rigid body on SO(3) with constraints A(R) ω = 0.
 
     Parameters
@@ -44,6 +45,7 @@ class LieNonholonomicSystem:
 
     state_names = ("R0", "omega0")
     kind = "lie-nonholonomic"
+    path_array = "omega"
 
     def __init__(self, inertia, constraint_covectors, name: str = "lie-nonholonomic"):
         I = np.asarray(inertia, dtype=float)
@@ -179,6 +181,11 @@ class LieNonholonomicSystem:
         d["lam"] = self.multiplier(R, omega)
         return d
 
+    def reference_solution(self, R0, omega0, *, t, rtol: float = 1e-13, atol: float = 1e-13) -> dict:
+        """R (N, 3, 3), omega (N, 3) at times t by DOP853 (:func:`reference_solution`)."""
+        R, omega = reference_solution(self, R0, omega0, t, rtol=rtol, atol=atol)
+        return {"R": np.asarray(R), "omega": np.asarray(omega)}
+
 
 def reference_solution(system: LieNonholonomicSystem, R0, omega0, t, rtol: float = 1e-13,
                        atol: float = 1e-13):
@@ -195,3 +202,34 @@ def reference_solution(system: LieNonholonomicSystem, R0, omega0, t, rtol: float
                     t_eval=t, rtol=rtol, atol=atol)
     Y = sol.y.T
     return Y[:, :9].reshape(-1, 3, 3), Y[:, 9:]
+
+
+# ---------------------------------------------------------------------------------------------
+# the registered view: a symmetric Euler–Poincaré–Suslov system as a LieNonholonomicSystem
+# ---------------------------------------------------------------------------------------------
+
+def _view_system(eps, R0=None, omega0=None):
+    """The LieNonholonomicSystem with the constant covectors of an EPS system (the same
+    equations; kept with the EPS system). Raises InputError for a non-quadratic reduced
+    Lagrangian or a non-symmetric inertia (the reflection needs the metric 𝕀)."""
+    from .._cache import cached
+    if not getattr(eps, "quadratic", True):
+        raise InputError(f"the Lie-group GNI needs a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω (the "
+                         f"reflection uses the metric 𝕀 and l_d is built from it); system "
+                         f"{eps.name!r} has a non-quadratic l. Use dreps-euler, dreps-rk4 or "
+                         f"eps-variational")
+    if not eps.symmetric:
+        raise InputError(f"the Lie-group GNI needs a symmetric inertia; system {eps.name!r} has none")
+    return cached(eps, "lie-nonholonomic view",
+                  lambda: LieNonholonomicSystem(eps.inertia, eps.A, eps.name))
+
+
+def _view_state(lie, R0, omega0):
+    return (R0, omega0)
+
+
+from .kind import register_view  # noqa: E402
+
+register_view("euler-poincare-suslov", "lie-nonholonomic", _view_system, _view_state,
+              "constant constraint covectors A as the R-dependent covectors of a "
+              "LieNonholonomicSystem (the same equations)")

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
+from .kind import SystemKind
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,7 +136,7 @@ def constant_metric_factor(G) -> MetricFactor:
 # the system
 # ---------------------------------------------------------------------------------------------
 
-class NonholonomicSystem:
+class NonholonomicSystem(SystemKind):
     """A mechanical system on R^n with linear or affine nonholonomic constraints.
 
     Parameters
@@ -162,6 +163,8 @@ class NonholonomicSystem:
 
     #: Keyword names of the initial state in ``dl.integrate`` (the system-kind protocol).
     state_names = ("q0", "v0")
+    kind = "nonholonomic"
+    path_array = "q"
 
     def __init__(self, mass_matrix, potential=None, constraint_matrix=None,
                  constraint_rhs=None, name: str = "system"):
@@ -335,11 +338,15 @@ class NonholonomicSystem:
         return {"energy": self.energy(obs["q"], obs["v"]),
                 "constraint_residual": self.constraint_residual(obs["q"], obs["v"])}
 
-    def reference_diagnostics(self, q, v) -> dict:
-        """Diagnostics of the reference ODE solution (adds the continuous multiplier λ)."""
-        d = self.diagnostics({"q": q, "v": v})
-        d["lam"] = self.multiplier(q, v)
-        return d
+    def reference_solution(self, q0, v0, *, t, rtol: float = 1e-13, atol: float = 1e-13) -> dict:
+        """q, v (N, n), p = G v (N, n) and the continuous multiplier λ (N, m) at times t, from the
+        index-1 ODE by DOP853 (:func:`dalembert.systems.index1_ode.reference_solution`)."""
+        from .._cache import cached
+        from .index1_ode import reference_solution
+        q, v, _ = reference_solution(self, q0, v0, t, rtol=rtol, atol=atol)
+        extra = cached(self, "reference extras", lambda: jax.jit(jax.vmap(
+            lambda q, v: {"p": self.momentum(q, v), "lam": self.multiplier(q, v)})))
+        return {"q": q, "v": v, **extra(jnp.asarray(q), jnp.asarray(v))}
 
     # --- validation -------------------------------------------------------------------------
     def _values(self, q):

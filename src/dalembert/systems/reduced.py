@@ -34,6 +34,7 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemError_
 from ..lie import so3
+from .kind import SystemKind
 
 _TRIVIALIZATIONS = ("left", "right")
 
@@ -45,7 +46,7 @@ def _callable_output(fn, args, what, name):
         raise SystemError_(f"{name}: evaluating {what} failed: {type(exc).__name__}: {exc}") from exc
 
 
-class ReducedSystem:
+class ReducedSystem(SystemKind):
     """A mechanical system on R^n × SO(3) in trivialised velocities (module doc).
 
     Parameters
@@ -76,6 +77,7 @@ class ReducedSystem:
 
     state_names = ("x0", "R0", "xdot0", "xi0")
     kind = "reduced"
+    path_array = "x"
 
     def __init__(self, metric, constraint_matrix, potential=None, constraint_rhs=None,
                  shape_dim=None, trivialization: str = "left", name: str = "reduced"):
@@ -344,22 +346,24 @@ class ReducedSystem:
                 "orthogonality_defect": so3.orthogonality_defect(R),
                 "omega": self.spatial_angular_velocity(R, xi)}
 
-
-_RHS: dict = {}
+    def reference_solution(self, x0, R0, xdot0, xi0, *, t, rtol: float = 1e-13,
+                           atol: float = 1e-13) -> dict:
+        """x, R, xdot, xi at times t from the index-1 equations by DOP853 (:func:`reference_solution`)."""
+        out = reference_solution(self, x0, R0, xdot0, xi0, t, rtol=rtol, atol=atol)
+        return {k: np.asarray(out[k]) for k in ("x", "R", "xdot", "xi")}
 
 
 def _rhs_fn(system):
-    entry = _RHS.get(id(system))
-    if entry is None or entry[0] is not system:
-        n = system.n
+    from .._cache import cached
+    n = system.n
 
+    def make():
         def f(y):
             x, R, xd, xi = y[:n], y[n:n + 9].reshape(3, 3), y[n + 9:2 * n + 9], y[2 * n + 9:]
             parts = system.vector_field(x, R, xd, xi)
             return jnp.concatenate([a.ravel() for a in parts])
-        entry = (system, jax.jit(f))
-        _RHS[id(system)] = entry
-    return entry[1]
+        return jax.jit(f)
+    return cached(system, "reference rhs", make)
 
 
 def reference_solution(system: ReducedSystem, x0, R0, xdot0, xi0, t, rtol: float = 1e-13,

@@ -1,0 +1,25 @@
+"""The engine: the only time loop of dalembert.
+
+Modules, one job each (imports go down the list, never up):
+
+* :mod:`~dalembert.engine.xla` — XLA options of dalembert's own programs (per executable), the
+  opt-in process settings (:func:`configure`: small-loop kernels, CPU devices) and the devices an
+  ensemble runs on;
+* :mod:`~dalembert.engine.progress` — the progress bar;
+* :mod:`~dalembert.engine.loop` — the compiled chunk of saved nodes (one guarded step function,
+  three nested loops) and the driver that runs chunks until done or failed;
+* :mod:`~dalembert.engine.programs` — binding a method to a system through the system-kind
+  protocol (kinds and views resolved before tracing) and the compiled programs of single runs,
+  kept with the system object;
+* :mod:`~dalembert.engine.run` — :func:`integrate` (validated runs, Trajectory, errors)
+  and :func:`solve` (the pure functional core for ``jax.jit``/``vmap``/``grad``);
+* :mod:`~dalembert.engine.ensembles` — :func:`ensemble` and :class:`Ensemble` (vmapped members,
+  batched parameters, devices).
+"""
+from .ensembles import Ensemble, ensemble
+from .run import integrate, solve
+from .loop import CHUNK_SAVES, CHUNK_STEPS, ENSEMBLE_CHUNK_MEMBER_STEPS, step_count
+from .xla import configure, ensemble_devices
+
+__all__ = ["integrate", "solve", "ensemble", "Ensemble", "configure", "ensemble_devices",
+           "step_count", "CHUNK_STEPS", "CHUNK_SAVES", "ENSEMBLE_CHUNK_MEMBER_STEPS"]

@@ -1,0 +1,345 @@
+"""Ensembles: B trajectories of one system (or of a system factory over a parameter pytree) in one
+compiled, vectorised (``jax.vmap``) loop, split over the CPU devices when there are several."""
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._cache import cached
+from ..errors import ConvergenceError, InputError
+from ..systems.kind import resolve
+from ..trajectory import Trajectory
+from . import loop
+from .run import check_run, run_metadata, split_initial_state, trajectory
+from .programs import bind, options_key, state_shapes, view_key
+from .xla import _custom_calls, compile_lowered, ensemble_devices
+
+
+class Ensemble:
+    """B trajectories of one system and method, integrated together.
+
+    t : (N+1,) times.  Node arrays by name, each of shape (B, N+1, ...), as attributes
+    (``ens.q``, ``ens.energy``, ...) and in ``ens.arrays``; ``metadata`` as for a Trajectory.
+    """
+
+    def __init__(self, t, arrays: dict, metadata: dict):
+        self.t = t
+        self.arrays = arrays
+        self.metadata = metadata
+
+    def __getattr__(self, name):
+        arrays = self.__dict__.get("arrays", {})
+        if name in arrays:
+            return arrays[name]
+        raise AttributeError(f"Ensemble has no array {name!r} (kept: {', '.join(arrays)})")
+
+    def __len__(self):
+        return int(next(iter(self.arrays.values())).shape[0])
+
+    def __repr__(self):
+        md = self.metadata
+        return (f"Ensemble({md.get('system')}, {md.get('method')}, h={md.get('h')}, {len(self)} members, "
+                f"{self.t.size} nodes, kept: {', '.join(self.arrays)})")
+
+    @property
+    def relative_energy_error(self):
+        """(B, N+1): (E(t) − E(0)) / |E(0)| per member (needs ``energy`` kept)."""
+        e = self.arrays["energy"]
+        return (e - e[:, :1]) / np.maximum(np.abs(e[:, :1]), np.finfo(float).tiny)
+
+    def member(self, i: int) -> Trajectory:
+        """Member i as a Trajectory (with the arrays that were kept)."""
+        return trajectory(self.t, {k: v[i] for k, v in self.arrays.items()}, dict(self.metadata, member=i))
+
+
+def _shard_map():
+    """jax.shard_map and the keyword that switches off its replication check (JAX ≥ 0.6:
+    ``jax.shard_map(check_vma=)``; older: ``jax.experimental.shard_map.shard_map(check_rep=)``)."""
+    try:
+        from jax import shard_map
+        return shard_map, "check_vma"
+    except ImportError:                                   # pragma: no cover - older JAX
+        from jax.experimental.shard_map import shard_map
+        return shard_map, "check_rep"
+
+
+def _over_devices(fn, n_batched: int, devices):
+    """``fn`` (vmapped over the leading member axis of its first ``n_batched`` arguments) run
+    with the members split evenly over ``devices``: each device runs ``fn`` on its own members,
+    with no communication (``shard_map``); the other arguments are replicated. The member count
+    must be a multiple of ``len(devices)``. One device: ``fn`` itself."""
+    if len(devices) < 2:
+        return fn
+    from jax.sharding import Mesh, PartitionSpec
+
+    shard_map, check = _shard_map()
+    mesh = Mesh(np.array(devices), ("members",))
+
+    def run(*args):
+        specs = tuple(PartitionSpec("members") if i < n_batched else PartitionSpec() for i in range(len(args)))
+        return shard_map(fn, mesh=mesh, in_specs=specs, out_specs=PartitionSpec("members"),
+                         **{check: False})(*args)
+    return run
+
+
+def _pad_members(tree, devices):
+    """Each leaf (leading member axis B) extended to the next multiple of ``len(devices)``
+    members with copies of member 0 (padding members are integrated and dropped)."""
+    def pad(a):
+        extra = -a.shape[0] % len(devices)
+        return a if extra == 0 else jnp.concatenate([a, jnp.repeat(a[:1], extra, axis=0)])
+    return jax.tree_util.tree_map(pad, tree)
+
+
+def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
+    """The compiled start and chunk functions of an ensemble, vmapped over the members and split
+    over the devices of :func:`ensemble_devices` (fewer when the program makes custom calls),
+    and those devices. ``lead``: the members' batched arguments before the state (() or
+    (params,)); ``scheme_of(*lead_i) -> (system, scheme)`` for one member's. The members (B of
+    them in ``x0s`` and ``lead``) are padded for the devices (:func:`_pad_members`), as the
+    caller must pad the arrays it runs them on."""
+    k = len(lead)
+    int32 = lambda i: jnp.array(i, jnp.int32)  # noqa: E731
+
+    def start(*args):
+        *p, x0s_, hh = args
+        b = scheme_of(*p)
+        state = b.scheme.init(*b.convert(*x0s_), hh)
+        outs = loop.node_outputs(b.system, b.scheme.observe(state, hh))
+        return state, {n: v for n, v in outs.items() if keep is None or n in keep}
+
+    def chunk_v(one):
+        """The vmapped chunk, for a member state of the shapes of ``one``."""
+        def chunk(*args):
+            *p, state, hh, n_active, n_sub = args
+            b = scheme_of(*p)
+            return loop.make_chunk(b.system, b.scheme, chunk_saves, one, hh, keep, members=True)(
+                state, hh, n_active, n_sub)
+        return jax.vmap(chunk, in_axes=(0,) * (k + 1) + (None,) * 3)
+
+    start_v = jax.vmap(start, in_axes=(0,) * (k + 1) + (None,))
+    B = x0s[0].shape[0]
+
+    def lower(devices):
+        lead_p, x0s_p = _pad_members(tuple(lead), devices), _pad_members(x0s, devices)
+        start_l = jax.jit(_over_devices(start_v, k + 1, devices)).lower(*lead_p, x0s_p, h)
+        state_s = start_l.out_info[0] if hasattr(start_l, "out_info") else \
+            jax.eval_shape(_over_devices(start_v, k + 1, devices), *lead_p, x0s_p, h)[0]
+        one = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), state_s)
+        chunk_l = jax.jit(_over_devices(chunk_v(one), k + 1, devices)).lower(
+            *lead_p, state_s, h, int32(0), int32(save_every))
+        return start_l, chunk_l
+
+    devices = ensemble_devices(B)
+    start_l, chunk_l = lower(devices)
+    if _custom_calls(start_l) or _custom_calls(chunk_l):        # LAPACK: fewer devices than pool threads
+        fewer = ensemble_devices(B, custom_calls=True)
+        if len(fewer) != len(devices):
+            devices = fewer
+            start_l, chunk_l = lower(devices)
+    start_c, chunk_c = compile_lowered(start_l), compile_lowered(chunk_l)
+    return start_c, chunk_c, devices
+
+
+def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves, keep):
+    key = ("ensemble", method, options_key(options), chunk_saves, state_shapes(x0s), keep,
+           len(ensemble_devices(x0s[0].shape[0])), view_key(system, method, tuple(np.asarray(x[0]) for x in x0s)))
+
+    def make():
+        b = bind(system, method, tuple(np.asarray(x[0]) for x in x0s), options)
+        return _compile_members(lambda: b, (), x0s, h, save_every, chunk_saves, keep)
+    return cached(system, key, make)
+
+
+def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_every, chunk_saves, keep):
+    """As :func:`_compiled_ensemble`, for a system factory vmapped over a parameter pytree: each
+    member builds its system and scheme from its own (traced) parameters. ``params`` are padded
+    to the devices' multiple inside the returned functions."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    key = ("param-ensemble", method, options_key(options), chunk_saves, state_shapes(x0s), keep,
+           treedef, tuple((a.shape, str(a.dtype)) for a in leaves), len(ensemble_devices(x0s[0].shape[0])))
+
+    def make():
+        x0_one = tuple(np.asarray(x[0]) for x in x0s)
+
+        def scheme_of(p):
+            # what does not depend on the traced parameters (constant arrays of the system, a
+            # method's once-per-build factorisations) is evaluated now, concretely, as in the
+            # one-system case
+            with jax.ensure_compile_time_eval():
+                return bind(factory(p), method, x0_one, options)
+
+        return _compile_members(scheme_of, (params,), x0s, h, save_every, chunk_saves, keep)
+    start_c, chunk_c, devices = cached(factory, key, make)
+    params = _pad_members(params, devices)
+    return (lambda x0s, h: start_c(params, x0s, h),
+            lambda state, h, n_active, n_sub: chunk_c(params, state, h, n_active, n_sub),
+            devices)
+
+
+def _checked_members(system, systems, batch, project):
+    """The validated initial states of all members, as (B, ...) float64 arrays. Member 0 is
+    checked as :func:`integrate` checks it (callables, shapes, values); a system with
+    ``initial_states_ok`` then judges the values of all members in one vectorised call and only
+    the members it flags are checked one by one (for their error message, or their projection).
+    An error names the member."""
+    B = batch[0].shape[0]
+
+    def one(i):
+        try:
+            sys_i = system if systems is None else systems[i]
+            return sys_i.check_initial_state(*[b[i] for b in batch], project=project)
+        except InputError as exc:
+            raise InputError(f"ensemble member {i}: {exc}") from exc
+
+    first = one(0)
+    fast = system.initial_states_ok(*batch) if systems is None and B > 1 else None
+    ok = np.zeros(B, bool) if fast is None else np.asarray(fast, bool)
+    members = [first] + [tuple(np.asarray(b[i], np.float64) for b in batch) if ok[i] else one(i)
+                         for i in range(1, B)]
+    return [np.stack([m[j] for m in members]) for j in range(len(batch))]
+
+
+def _batched_params(params):
+    """(params as a pytree of float64/int JAX arrays, B) for ``ensemble(params=...)``."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    if not leaves:
+        raise InputError("ensemble: params must be a non-empty pytree of arrays with a leading member axis")
+    arrs = []
+    for a in leaves:
+        a = np.asarray(a)
+        if a.ndim < 1:
+            raise InputError(f"ensemble: every params leaf needs a leading member axis; got a scalar {a!r}")
+        if not np.all(np.isfinite(a)):
+            raise InputError("ensemble: params must be finite")
+        arrs.append(jnp.asarray(a, jnp.float64 if a.dtype.kind == "f" else a.dtype))
+    sizes = {a.shape[0] for a in arrs}
+    if len(sizes) != 1:
+        raise InputError(f"ensemble: params leaves have different leading sizes {sorted(sizes)}")
+    return jax.tree_util.tree_unflatten(treedef, arrs), sizes.pop()
+
+
+def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, project: bool = False,
+             progress: bool | None = None, chunk_steps: int = loop.CHUNK_STEPS,
+             metadata: dict | None = None, params=None, **kwargs) -> Ensemble:
+    """Integrate B trajectories in one compiled, vectorised (``jax.vmap``) call.
+
+    When JAX has several CPU devices (opt in with ``dl.configure()`` before JAX starts: one per
+    thread of XLA's CPU pool; the command line does this) the members are split evenly over them,
+    or over one per core when the compiled step calls LAPACK
+    (:func:`~dalembert.engine.xla.request_cpu_devices`, :func:`~dalembert.engine.xla.ensemble_devices`;
+    B is padded to a multiple of the device count with copies of member 0, which are dropped):
+    each device runs its own vmapped loop, with no communication. Without ``dl.configure()`` the
+    ensemble runs on JAX's default device. ``metadata["devices"]`` says how many were used.
+
+    Parameters
+    ----------
+    system, method, h, t_final, save_every, project, progress, metadata :
+        as for :func:`integrate`.
+    chunk_steps : a compiled chunk keeps at most this many node records in all (B per saved
+        node) and runs at most :data:`~dalembert.engine.loop.ENSEMBLE_CHUNK_MEMBER_STEPS` member-steps.
+    q0, v0 (or the system's ``state_names``) : arrays of shape (B, n): one initial state per
+        member; each is validated as in :func:`integrate`. With ``params``, an unbatched state
+        (shape (n,)) is shared by all members.
+    keep : None (all node arrays) or an iterable of names (e.g. ``("energy",)``) to keep; with
+        ``save_every`` this bounds memory to B · (N/save_every) · (kept sizes).
+    params : batched system parameters. ``system`` is then a *factory* ``params -> system`` and
+        ``params`` a pytree (a dict, a tuple, one array) whose leaves all have the leading
+        member axis B: member i integrates ``system(tree_map(lambda a: a[i], params))``. The
+        factory must be traceable in the parameters (it is called under ``jax.vmap``, once with
+        each member's concrete parameters to check its initial state, and the method's ``build``
+        then runs on the traced system): parameters may enter the callables (potential, mass
+        matrix, constraints, Π, H) but not decisions taken in Python (e.g. a mass matrix that
+        does not depend on q is factored once, concretely, by several methods: a parameter in it
+        raises InputError). Example, a sweep over a
+        spring constant::
+
+            def spring(p):
+                return dl.NonholonomicSystem(mass_matrix=np.eye(3),
+                                             potential=lambda q: 0.5 * p["k"] * q[0] ** 2, ...)
+            ens = dl.ensemble(spring, "nh-rattle", params={"k": np.linspace(1, 2, 8)},
+                              q0=q0, v0=v0, h=0.01, t_final=10.0)
+
+        Each member equals ``integrate(system(params_i), ...)`` to round-off.
+    **options : passed to the method's ``build``.
+
+    Returns
+    -------
+    Ensemble with t (N+1,) and the kept node arrays of shape (B, N+1, ...);
+    ``metadata["params"]`` holds the parameters (as lists) when given.
+
+    Raises
+    ------
+    InputError (inconsistent batch sizes, bad members — the message names the member; a factory
+    that is not traceable), ConvergenceError (the first member that failed, its step and time;
+    ``.trajectory`` is that member's trajectory up to the failure).
+    """
+    h, t_final, save_every, method = check_run(h, t_final, save_every, method)
+    if not method.compiled:
+        raise InputError(f"{method.name} does not run in the compiled engine; ensembles need a compiled method")
+    factory = None
+    if params is not None:
+        if not callable(system) or hasattr(system, "check_initial_state"):
+            raise InputError("ensemble(params=...): system must be a factory params -> system")
+        factory = system
+        params, B_p = _batched_params(params)
+        member_params = [jax.tree_util.tree_map(lambda a, i=i: np.asarray(a[i]), params) for i in range(B_p)]
+        systems = [factory(p) for p in member_params]
+        system = systems[0]
+    resolve(system, method)                       # incompatible kinds: refused before any work
+    names, state_in = split_initial_state(system, kwargs)
+    batch = [np.asarray(x, np.float64) for x in state_in]
+    if factory is not None:
+        batch = [np.broadcast_to(b, (B_p,) + b.shape).copy() if b.ndim == 1 else b for b in batch]
+    sizes = {nm: (b.shape[0] if b.ndim >= 1 else None) for nm, b in zip(names, batch)}
+    if any(b.ndim < 2 for b in batch) or len(set(sizes.values())) != 1:
+        raise InputError("ensemble initial states must be batched with one leading size B; got shapes "
+                         + ", ".join(f"{nm} {b.shape}" for nm, b in zip(names, batch)))
+    B = batch[0].shape[0]
+    if factory is not None and B != B_p:
+        raise InputError(f"ensemble: {B} initial states but {B_p} parameter sets")
+    x0s = tuple(jnp.asarray(a) for a in _checked_members(system, systems if factory else None, batch, project))
+    keep_t = None if keep is None else tuple(sorted(set(keep)))
+    n_steps = loop.step_count(h, t_final, save_every)
+    n_saves = n_steps // save_every
+    chunk_saves = loop.ensemble_chunk_saves(B, chunk_steps)
+    per_call = loop.nodes_per_call(chunk_saves, save_every, max(1, loop.ENSEMBLE_CHUNK_MEMBER_STEPS // B))
+    md = run_metadata(system, method, h, n_steps, save_every, kwargs, members=B,
+                      kept=list(keep_t) if keep_t else "all")
+    if factory is not None:
+        md["params"] = jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), params)
+    md.update(metadata or {})
+    hj = jnp.asarray(h, jnp.float64)
+    t_c = time.perf_counter()
+    if factory is None:
+        start, chunk, devices = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves,
+                                                   keep_t)
+    else:
+        try:
+            start, chunk, devices = _compiled_param_ensemble(factory, method, kwargs, params, x0s, hj,
+                                                             save_every, chunk_saves, keep_t)
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as exc:
+            raise InputError(f"ensemble(params=...): {method.name} on this system needs concrete values of "
+                             f"the parameters when it is built; batch over parameters that enter only the "
+                             f"system's callables ({str(exc).splitlines()[0]})") from None
+    x0s = _pad_members(x0s, devices)
+    md["devices"] = len(devices)
+    t_run = time.perf_counter()
+    state, out0 = start(x0s, hj)
+    arrays, failure, _, _, wall, _ = loop.run_chunks(
+        chunk, state, hj, out0, n_saves, per_call, save_every, progress, md, batched=True, members=B)
+    n_nodes = next(iter(arrays.values())).shape[1]
+    t = h * save_every * np.arange(n_nodes)
+    md.update({"wall_time_s": wall, "compile_time_s": t_run - t_c,
+               "trajectory_steps_per_second": B * n_steps / wall if wall > 0 and failure is None else None})
+    if failure is not None:
+        i, k = failure
+        good = k // save_every + 1
+        traj = trajectory(t[:good], {kk: v[i, :good] for kk, v in arrays.items()}, dict(md, member=i))
+        raise ConvergenceError(f"{method.name}: ensemble member {i}, step {k} (t = {k * h:.6g}) failed "
+                               f"(Newton did not converge or non-finite values); try a smaller h",
+                               step=k, time=k * h, trajectory=traj)
+    return Ensemble(t, arrays, md)

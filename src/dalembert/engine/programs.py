@@ -1,0 +1,108 @@
+"""Binding a method to a system, and the compiled programs of single runs, kept with the system.
+
+:func:`bind` is where the system-kind protocol meets the method: it resolves the kind (or a
+registered view of it, :func:`dalembert.systems.kind.resolve`) *before* anything is traced, and
+builds the method's scheme on the system it integrates. :func:`single_run_programs` compiles the
+start and chunk functions of a single run once per (system, method, options, state shapes); they
+are kept with the system object (weakly, :mod:`dalembert._cache`) and serve every initial state,
+step size, run length and ``save_every``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .._cache import cached, hashable
+from ..errors import InputError
+from ..systems.kind import resolve
+from . import loop
+from .xla import compile_lowered
+
+
+class Bound(NamedTuple):
+    """A method bound to a system: ``system`` is the one the scheme integrates (the user's, or
+    its view); ``convert(*state) -> state`` maps the user's initial state to it (traceable)."""
+
+    system: Any
+    scheme: Any
+    convert: Callable
+
+
+def _identity(*state):
+    return tuple(state)
+
+
+def bind(system, method, state0, options: dict) -> Bound:
+    """The scheme of ``method`` on ``system`` (through a registered view if the method integrates
+    another kind); ``state0``: one validated initial state of ``system`` (concrete arrays; a view
+    may anchor on it, and ``build`` reads its shapes).
+
+    Raises InputError: an incompatible kind (before anything is traced), an unknown option, a
+    method that fails on a system whose kind it does not declare.
+    """
+    view = resolve(system, method)
+    if view is None:
+        target, convert = system, _identity
+    else:
+        target = view.system(system, *state0)
+
+        def convert(*state):
+            return tuple(view.state(target, *state))
+    x0 = state0[0] if view is None else jax.eval_shape(convert, *state0)[0]
+    x0 = jnp.zeros(x0.shape, x0.dtype) if view is not None else x0
+    try:
+        scheme = method.build(target, x0, **options)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            raise InputError(f"{method.name}: unknown option ({exc}); initial-state names of "
+                             f"{system.name}: {', '.join(system.state_names)}") from None
+        raise
+    except AttributeError as exc:  # a method that declares no kinds, given one it cannot take
+        raise InputError(f"method {method.name!r} cannot integrate a {type(system).__name__} "
+                         f"({exc}); `dalembert list` shows the kinds each method integrates") from None
+    return Bound(target, scheme, convert)
+
+
+def options_key(options: dict) -> tuple:
+    """Build options as a hashable cache key (arrays by value, see :func:`hashable`)."""
+    return tuple(sorted((k, hashable(v)) for k, v in options.items()))
+
+
+def state_shapes(state) -> tuple:
+    return tuple((tuple(jnp.shape(x)), str(jnp.asarray(x).dtype)) for x in state)
+
+
+def view_key(system, method, state0):
+    """What of the initial state a view depends on (e.g. the chart anchor's signs): part of the
+    program key, so that one program serves every initial state with the same anchor."""
+    view = resolve(system, method)
+    return None if view is None else id(view.system(system, *state0))
+
+
+def single_run_programs(system, method, options: dict, state0: tuple, h):
+    """(start, chunk) compiled for a single run; kept with ``system``.
+
+    ``start(state0, h) -> (internal state, node outputs)``;
+    ``chunk(state, h, n_active, save_every) -> (state, outputs, ok, fail_at, it_sum, it_max)``
+    (see :func:`dalembert.engine.loop.make_chunk`), with :data:`~dalembert.engine.loop.CHUNK_SAVES`
+    nodes.
+    """
+    key = ("single", method, options_key(options), state_shapes(state0),
+           view_key(system, method, state0))
+
+    def make():
+        b = bind(system, method, state0, options)
+
+        def start(x0s, h):
+            state = b.scheme.init(*b.convert(*x0s), h)
+            return state, loop.node_outputs(b.system, b.scheme.observe(state, h))
+
+        start_c = compile_lowered(jax.jit(start).lower(state0, h))
+        state_s = jax.eval_shape(start, state0, h)[0]
+        chunk = loop.make_chunk(b.system, b.scheme, loop.CHUNK_SAVES, state_s, h)
+        int32 = jax.ShapeDtypeStruct((), jnp.int32)
+        chunk_c = compile_lowered(jax.jit(chunk).lower(state_s, h, int32, int32))
+        return start_c, chunk_c
+    return cached(system, key, make)

@@ -1,0 +1,280 @@
+"""XLA options and CPU devices: dalembert's own compilations, and the one opt-in call that changes
+the process (:func:`configure`).
+
+Importing dalembert changes nothing in the process but ``jax_enable_x64`` (float64). What is
+per executable is applied to dalembert's own programs only (:func:`compile_lowered`: YNNPACK
+fusions off). What XLA reads only from the process environment — the small-loop kernel
+threshold (``XLA_FLAGS``), the CPU device count (``jax_num_cpu_devices``) and the size of XLA's
+CPU thread pool (``NPROC``) — is set only by :func:`configure`, which the command line calls and a
+user may call before JAX starts.
+"""
+from __future__ import annotations
+
+import os
+import re
+import warnings
+
+import jax
+
+from ..config import backends_started, enable_compilation_cache
+
+#: XLA:CPU compiles a ``while`` loop that accesses fewer bytes per iteration than this (and
+#: contains no dot, custom call or scatter) into one native kernel instead of running each of its
+#: kernels through the runtime. XLA's own default is 1 kB, smaller than one step of any method
+#: here. 16 MB also covers the vmapped steps of ensembles (issue 3, measured on the chaotic
+#: quartic system, B = 200, one device: si-dla 0.116 → 0.058 µs per member-step, spark-lobatto2
+#: 0.169 → 0.097; suslov, B = 1000: dreps-euler 35 → 72 M trajectory-steps/s); single
+#: trajectories of small systems are the same as with the previous 64 kB.
+SMALL_LOOP_BYTES = 1 << 24
+_SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
+#: jaxlib (major, minor) versions on which the option has been checked to exist. XLA aborts the
+#: process on an option it does not know, so it is only set on these unless forced.
+SMALL_LOOP_JAXLIB_VERSIONS = ((0, 10),)
+
+
+def _jaxlib_version() -> tuple:
+    try:
+        from importlib.metadata import version
+        v = version("jaxlib")
+    except Exception:  # noqa: BLE001 - any failure: unknown version
+        v = jax.__version__
+    parts = []
+    for piece in v.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def _option_wanted(env, option: str, variable: str, force: str):
+    """Whether to add an XLA option to ``XLA_FLAGS``: None if it is there already (a value
+    given is kept); True if ``variable`` equals ``force`` (any jaxlib), False if it has the other
+    value of "0"/"1"; otherwise True only on :data:`SMALL_LOOP_JAXLIB_VERSIONS` (XLA aborts the
+    process on an option it does not know)."""
+    if option in env.get("XLA_FLAGS", ""):
+        return None
+    mode = env.get(variable, "").strip()
+    if mode in ("0", "1"):
+        return mode == force
+    return _jaxlib_version() in SMALL_LOOP_JAXLIB_VERSIONS
+
+
+def request_small_loop_kernels(environ=None) -> bool:
+    """Add ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=<SMALL_LOOP_BYTES>`` to
+    ``XLA_FLAGS``, so that XLA:CPU compiles each compiled chunk's loops into single kernels.
+
+    Measured (docs/benchmarks.md): nh-rattle on the gearbox 0.6 → 0.17 µs/step, the Newton-based
+    steps 3–4× faster; results are bit-for-bit the same. It takes effect only if JAX's CPU
+    backend has not started yet and is process-wide: :func:`configure` calls it.
+
+    ``DALEMBERT_XLA_SMALL_LOOPS``: ``0`` leaves ``XLA_FLAGS`` alone; ``1`` sets the option on any
+    jaxlib; unset: only on the jaxlib versions in :data:`SMALL_LOOP_JAXLIB_VERSIONS`. A value of
+    the option already in ``XLA_FLAGS`` is kept.
+
+    Returns
+    -------
+    True if the option is in ``XLA_FLAGS`` after the call.
+    """
+    env = os.environ if environ is None else environ
+    wanted = _option_wanted(env, _SMALL_LOOP_OPTION, "DALEMBERT_XLA_SMALL_LOOPS", force="1")
+    if wanted is not True:
+        return wanted is None
+    flags = env.get("XLA_FLAGS", "")
+    setting = f"{_SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
+    tokens = flags.split()
+    for i, tok in enumerate(tokens):
+        if tok.startswith("--xla_backend_extra_options="):
+            tokens[i] = tok + ("," if not tok.endswith("=") else "") + setting
+            break
+    else:
+        tokens.append(f"--xla_backend_extra_options={setting}")
+    env["XLA_FLAGS"] = " ".join(tokens)
+    return True
+
+
+#: Per-executable compiler options of every program dalembert compiles (:func:`compile_lowered`):
+#: no YNNPACK fusions. XLA:CPU 0.10 hands reductions and dots to YNNPACK as custom fusions; for the
+#: tiny reductions of a time step under ``vmap`` (an ensemble) these cost far more than their
+#: arithmetic, and they keep a loop from being compiled into one kernel (measured on the
+#: chaotic-quartic almost-Poisson form, 13 coordinates, B = 200: the Hessian of H 11 → 0.6 µs per
+#: member, a dg-gonzalez step 12.7 → 6.0 µs per member). Results are the same up to the order of
+#: summation. ``DALEMBERT_XLA_YNN=1`` keeps YNNPACK fusions.
+COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+_OPTIONS_OK: list = []          # [bool] once the options were tried on this jaxlib
+
+
+def compiler_options() -> dict:
+    """The per-executable options in force (empty if switched off or unknown to this jaxlib)."""
+    if os.environ.get("DALEMBERT_XLA_YNN", "").strip() == "1" or _OPTIONS_OK == [False]:
+        return {}
+    return dict(COMPILER_OPTIONS)
+
+
+def compile_lowered(lowered):
+    """``lowered.compile()`` with :func:`compiler_options` (for dalembert's own programs only).
+    A jaxlib that does not know an option compiles without them (and is remembered)."""
+    opts = compiler_options()
+    if not opts:
+        return lowered.compile()
+    try:
+        out = lowered.compile(compiler_options=opts)
+    except Exception as exc:  # noqa: BLE001 - an option this jaxlib does not have
+        if "option" not in str(exc).lower():
+            raise
+        _OPTIONS_OK[:] = [False]
+        return lowered.compile()
+    _OPTIONS_OK[:] = [True]
+    return out
+
+
+#: What :func:`configure` set (empty until it is called).
+CONFIGURED: dict = {}
+
+
+def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
+              compilation_cache: bool | str | os.PathLike = False) -> dict:
+    """Opt in to the process-wide settings that make dalembert fastest. Call it before anything
+    starts JAX (before the first computation); the command line calls it.
+
+    Parameters
+    ----------
+    small_loops : add XLA:CPU's small-loop kernel threshold to ``XLA_FLAGS``
+        (:func:`request_small_loop_kernels`; 3–4× faster Newton steps on small systems).
+    cpu_devices : request one JAX CPU device per thread of XLA's CPU pool (and set ``NPROC``),
+        so that :func:`dalembert.ensemble` splits its members over the cores
+        (:func:`request_cpu_devices`); an int: the number of cores to plan for.
+    compilation_cache : turn on JAX's persistent compilation cache (True: the default
+        directory, :func:`dalembert.config.default_cache_dir`; or a path).
+
+    These change the whole process: a user's own JAX programs then also see 2–4 CPU devices and
+    the XLA option. Without this call dalembert runs with JAX's defaults.
+
+    Returns
+    -------
+    dict of what took effect: ``small_loops`` (bool), ``cpu_devices`` (int), ``compilation_cache``
+    (path or None). If JAX's backends have already started, the first two cannot change: a
+    warning says so and they are reported as they are.
+    """
+    started = backends_started()
+    out = {"small_loops": _SMALL_LOOP_OPTION in os.environ.get("XLA_FLAGS", ""),
+           "cpu_devices": len(jax.devices("cpu")) if started else 1, "compilation_cache": None}
+    if started and (small_loops or cpu_devices):
+        warnings.warn("dalembert.configure: JAX has already started, so the XLA options and CPU "
+                      "devices cannot change any more; call it first thing (before any JAX "
+                      "computation)", RuntimeWarning, stacklevel=2)
+    elif not started:
+        if small_loops:
+            out["small_loops"] = request_small_loop_kernels()
+        if cpu_devices:
+            env = os.environ
+            if cpu_devices is not True:
+                env = dict(os.environ, DALEMBERT_CPU_DEVICES=str(int(cpu_devices)))
+            n = request_cpu_devices(env)
+            if env is not os.environ and "NPROC" in env and "NPROC" not in os.environ:
+                os.environ["NPROC"] = env["NPROC"]
+            out["cpu_devices"] = n
+    if compilation_cache:
+        out["compilation_cache"] = str(enable_compilation_cache(
+            None if compilation_cache is True else compilation_cache))
+    CONFIGURED.update(out)
+    return out
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def request_cpu_devices(environ=None, config=None) -> int:
+    """Ask JAX for one CPU device per thread of XLA's CPU pool (``jax_num_cpu_devices``), so
+    that :func:`ensemble` can run its members on all cores (:func:`ensemble_devices`).
+
+    A vmapped time step of a small system is compute-bound on one core; splitting the members
+    over the cores, each running its own vmapped loop with no communication, is the remaining
+    factor (measured on this project's 2-core machine, B = 200 on the chaotic quartic system:
+    si-dla 0.058 → 0.031 µs per member-step, i-dla 2.11 → 0.99, dg-gonzalez 5.1 → 3.8).
+    Single trajectories are unaffected (they run on the default device).
+
+    XLA:CPU runs every device's program on one intra-op thread pool, whose size it reads from
+    ``NPROC`` (``DefaultThreadPoolSize``); this sets ``NPROC`` to twice the core count when it
+    is unset and requests one device per pool thread. Two facts decide how many of them an
+    ensemble uses (:func:`ensemble_devices`):
+
+    - with fewer devices than pool threads, the idle threads take pieces of the busy devices'
+      programs and the pieces wait on each other: dg-gonzalez, B = 200, 2 cores: 2.9 µs per
+      member-step on 2 devices with a pool of 3, 3.1 with 4, against 2.2 on 2 devices with a
+      pool of 2 and 2.5 on 4 devices with a pool of 4 (each device's program then runs on one
+      thread); si-dla, spark-lobatto2 and i-dla are the same on 4 devices as on 2;
+    - jaxlib's LAPACK kernels split their work over that same pool and wait for the pieces, so
+      when every pool thread runs a device's program that calls LAPACK the process deadlocks
+      (seen with a batched 300 × 300 solve, and with a Cholesky and a QR factorisation in one
+      step, on 2 devices with a pool of 2).
+
+    So a program without LAPACK (or other custom) calls runs on every device, one with them on at
+    most ``min(cores, NPROC − 1)`` (one pool thread more than can wait).
+
+    ``DALEMBERT_CPU_DEVICES``: the number of cores to plan for (``1``: leave JAX alone). A
+    device count already configured (``jax_num_cpu_devices`` or
+    ``--xla_force_host_platform_device_count``) is kept. Takes effect only before JAX's backends
+    start (:func:`configure` calls it); process-wide.
+
+    Returns
+    -------
+    The number of CPU devices requested (1 when nothing was changed).
+    """
+    env = os.environ if environ is None else environ
+    cfg = jax.config if config is None else config
+    want = env.get("DALEMBERT_CPU_DEVICES", "").strip()
+    try:
+        n = int(want) if want else _usable_cores()
+    except ValueError:
+        n = 1
+    if n <= 1 or getattr(cfg, "jax_num_cpu_devices", -1) > 0 or \
+            "xla_force_host_platform_device_count" in env.get("XLA_FLAGS", ""):
+        return 1
+    nproc = env.get("NPROC", "").strip()
+    try:
+        pool = int(nproc) if nproc else 2 * n
+    except ValueError:
+        return 1
+    if pool <= 1:
+        return 1
+    try:
+        cfg.update("jax_num_cpu_devices", pool)
+    except (RuntimeError, AttributeError, KeyError):   # backends already started, or no such option
+        return 1
+    if not nproc:
+        env["NPROC"] = str(pool)
+    return pool
+
+
+def ensemble_devices(batch: int, custom_calls: bool = False) -> list:
+    """The devices an ensemble of ``batch`` members is split over (at most one per member): the
+    CPU devices when JAX's default backend is the CPU and has more than one, else the default
+    device alone. A program with custom calls (LAPACK) gets at most ``min(cores, pool − 1)``
+    of them, the pool being XLA's CPU thread pool (``NPROC``, else the core count; see
+    :func:`request_cpu_devices`)."""
+    devs = jax.devices()
+    if jax.default_backend() != "cpu" or len(devs) < 2 or batch < 2:
+        return devs[:1]
+    k = len(devs)
+    if custom_calls:
+        cores = _usable_cores()
+        try:
+            pool = int(os.environ.get("NPROC", "").strip() or cores)
+        except ValueError:
+            pool = cores
+        k = max(1, min(k, cores, pool - 1))
+    return devs[:min(k, batch)]
+
+
+#: Custom calls of the partitioner (``shard_map``), not kernels.
+_PARTITIONER_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+
+
+def _custom_calls(lowered) -> tuple:
+    """The custom-call targets (LAPACK kernels, host callbacks; not the partitioner's) of a
+    lowered program (``jax.jit(fn).lower(...)``), sorted."""
+    found = set(re.findall(r"custom_call\s*@([\w.]+)", lowered.as_text()))
+    return tuple(sorted(found - set(_PARTITIONER_CALLS)))

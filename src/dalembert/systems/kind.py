@@ -1,0 +1,173 @@
+"""The system-kind protocol: what every kind of continuous model tells the rest of dalembert.
+
+A *system kind* is a class of continuous models with one kind of state — ``NonholonomicSystem``
+(q, v) on Rⁿ, ``AlmostPoissonSystem`` x on R^N, ``EulerPoincareSuslovSystem`` and
+``LieNonholonomicSystem`` (R, ω) on SO(3), ``ReducedSystem`` (x, R, ẋ, ξ) on Rⁿ × SO(3). Each
+subclasses :class:`SystemKind` and declares
+
+* ``kind`` — its name (a subclass of a kind may declare its own: a ``LeftInvariantSystem`` is
+  ``"left-invariant"`` and, as a subclass, also ``"euler-poincare-suslov"``; :meth:`kinds`);
+* ``state_names`` — the keywords of the initial state in ``dl.integrate`` (``("q0", "v0")``);
+* ``path_array`` — the node array that traces the configuration (plots);
+* :meth:`check_initial_state` — validated float64 arrays of one initial state;
+* :meth:`initial_states_ok` — optionally, a vectorised check of many (ensembles);
+* :meth:`diagnostics` — energy, constraint residual and kind-specific values at a node, from
+  the named node arrays a method reports (traceable);
+* :meth:`reference_solution` — the kind's ground truth at given times, or
+  :class:`NoReferenceError`.
+
+Every method declares the kinds it integrates (``Traits.integrates``). A method may also take a
+kind it does not integrate through a registered **view** (:func:`register_view`): the
+almost-Poisson reduction of a ``NonholonomicSystem`` for the discrete-gradient methods, a
+symmetric ``EulerPoincareSuslovSystem`` as a ``LieNonholonomicSystem`` for the Lie-group GNI.
+:func:`resolve` picks the system (and view) a method integrates, or raises one
+:class:`~dalembert.errors.InputError` naming both sides, before anything is traced.
+"""
+from __future__ import annotations
+
+from typing import Callable, ClassVar, NamedTuple
+
+from ..errors import InputError
+
+
+class NoReferenceError(InputError):
+    """The system kind has no reference solution (use the model's exact solution, or another kind)."""
+
+
+class SystemKind:
+    """Base of every system kind (see module doc). Subclasses set the class attributes and
+    implement :meth:`check_initial_state` and :meth:`diagnostics`."""
+
+    #: the kind's name, e.g. "nonholonomic"
+    kind: ClassVar[str] = ""
+    #: keyword names of the initial state in ``dl.integrate``
+    state_names: ClassVar[tuple] = ()
+    #: node array that traces the configuration path (plots)
+    path_array: ClassVar[str] = "q"
+    name: str = "system"
+
+    @classmethod
+    def kinds(cls) -> tuple:
+        """This kind and the kinds it specialises (most specific first), e.g.
+        ``("left-invariant", "euler-poincare-suslov")``."""
+        out = []
+        for c in cls.__mro__:
+            k = c.__dict__.get("kind")
+            if isinstance(k, str) and k and k not in out:
+                out.append(k)
+        return tuple(out)
+
+    def check_initial_state(self, *state, project: bool = False) -> tuple:  # pragma: no cover
+        """Validated float64 NumPy arrays of one initial state (in ``state_names`` order).
+
+        Raises InputError / ConstraintViolationError naming the problem."""
+        raise NotImplementedError
+
+    def initial_states_ok(self, *batches):
+        """(B,) bool: which of B initial states pass every value check, in one vectorised call;
+        None when the kind has no vectorised check (the members are then checked one by one)."""
+        return None
+
+    def diagnostics(self, obs: dict) -> dict:  # pragma: no cover
+        """Node diagnostics (traceable) from the named node arrays: at least ``energy`` (scalar)
+        and ``constraint_residual`` (k,)."""
+        raise NotImplementedError
+
+    def reference_solution(self, *state, t, rtol: float = 1e-13, atol: float = 1e-13) -> dict:
+        """The kind's reference solution at times ``t`` (t[0] = 0): named node arrays with a
+        leading axis of len(t), named as the kind's compiled methods name them.
+
+        Raises NoReferenceError when the kind has none."""
+        raise NoReferenceError(f"{self.name}: a {self.kind} system has no reference solution in "
+                               f"dalembert; use its model's exact solution")
+
+
+# ---------------------------------------------------------------------------------------------
+# views: one kind seen as another
+# ---------------------------------------------------------------------------------------------
+
+class View(NamedTuple):
+    """A registered conversion from one system kind to another.
+
+    system(source, *state0) -> target system (the state is one validated initial state, for
+    anything the conversion must fix, e.g. the chart anchor; concrete arrays).
+    state(target, *state) -> the target's initial state (traceable; vmapped for ensembles).
+    """
+
+    source: str
+    target: str
+    system: Callable
+    state: Callable
+    description: str = ""
+
+
+_VIEWS: dict = {}
+
+
+def register_view(source: str, target: str, system: Callable, state: Callable,
+                  description: str = "") -> View:
+    """Register the view of kind ``source`` as kind ``target`` (see :class:`View`)."""
+    v = View(source, target, system, state, description)
+    _VIEWS[(source, target)] = v
+    return v
+
+
+def views() -> dict:
+    """The registered views: ``{(source, target): View}``."""
+    return dict(_VIEWS)
+
+
+def kinds_of(system) -> tuple:
+    """The kinds of a system object (() for an object that is not a system kind)."""
+    k = getattr(type(system), "kinds", None)
+    return k() if callable(k) else ()
+
+
+def find_view(system, accepted) -> View | None:
+    """The view that makes ``system`` one of the ``accepted`` kinds, or None if it is one
+    already. Raises LookupError when neither."""
+    mine = kinds_of(system)
+    if not accepted or set(mine) & set(accepted):
+        return None
+    for k in mine:
+        for target in accepted:
+            if (k, target) in _VIEWS:
+                return _VIEWS[(k, target)]
+    raise LookupError
+
+
+def resolve(system, method) -> View | None:
+    """The view (or None: as it is) through which ``method`` integrates ``system``.
+
+    Raises
+    ------
+    InputError naming the kinds the method integrates and the methods that integrate this
+    system's kind, when neither the system nor a view of it is of a kind the method declares.
+    A method that declares no kinds (a user's own Method subclass) is given the system as it is.
+    """
+    accepted = tuple(method.traits.integrates)
+    try:
+        return find_view(system, accepted)
+    except LookupError:
+        pass
+    from ..methods import base as _mb
+    mine = kinds_of(system)
+    kind = mine[0] if mine else type(system).__name__
+    fits = [name for name, m in _mb.registry().items() if _accepts(m, system)]
+    raise InputError(f"method {method.name!r} integrates {' or '.join(accepted)} systems; "
+                     f"{getattr(system, 'name', 'this system')!r} is a {kind} system. Methods for "
+                     f"{kind} systems: {', '.join(fits) if fits else 'none'}")
+
+
+def _accepts(method, system) -> bool:
+    try:
+        find_view(system, tuple(method.traits.integrates))
+        return True
+    except LookupError:
+        return False
+
+
+def methods_for(system) -> list:
+    """Names of the registered methods that integrate ``system`` (directly or through a view)."""
+    from ..methods import base as _mb
+    return [name for name, m in _mb.registry().items() if _accepts(m, system)]

@@ -1,0 +1,191 @@
+"""Conformance of the registry: every registered method on every built-in model of a kind it
+integrates, checked against what its traits declare.
+
+For a (method, model) pair, :func:`check_pair` runs the method at three step sizes h0, h0/2, h0/4
+to a short final time, fits the global order of the error at the final time against the model's
+exact or reference solution (:meth:`~dalembert.models.base.Model.state_solution`) and compares it
+with ``traits.order`` (± :data:`ORDER_TOL`); and checks, on the finest run, the properties in
+``traits.preserves`` that can be read from the node arrays (:data:`PRESERVED_CHECKS`): the node
+constraint, the energy, R ∈ SO(3). A pair whose method refuses the model in ``build`` (e.g. a
+constant-metric method on a q-dependent metric) is reported as not applicable, with the reason.
+
+The order is fitted on the array the order refers to: ``q`` (or ``x``) for systems on Rⁿ and
+shape × group, ``omega`` for the SO(3) kinds (their R is first order with the left-endpoint
+reconstruction, Jiménez–Scheurle 2015 Thm 5.2(2)). ``tests/conformance`` runs every pair;
+``python -m dalembert.verification`` prints the table.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import methods as _methods
+from . import models as _models
+from .convergence import fitted_order
+from .errors import InputError
+
+#: allowed |fitted − declared| order
+ORDER_TOL = 0.15
+#: (h0, t_final) per model, chosen so that the three errors lie in the asymptotic regime above
+#: round-off for every method of the model (default: (0.1, 1.0))
+MODEL_SETTINGS = {
+    "p1-linear": (0.1, 1.0), "p2-affine": (0.1, 1.0), "p3-reduced": (0.1, 1.0),
+    "rolling-ball": (0.1, 1.0), "rolling-ball-pre": (0.1, 1.0), "suslov": (0.1, 1.0),
+}
+DEFAULT_SETTINGS = (0.1, 1.0)
+
+
+def _relative(values, scale):
+    return float(np.max(np.abs(values))) / max(1.0, scale)
+
+
+#: (name, does this preserves-text claim it, measured value from a Trajectory, tolerance)
+PRESERVED_CHECKS = (
+    ("node constraint",
+     lambda text: text.startswith(("node constraint", "A ω_k = 0", "averaged-momentum constraint")),
+     lambda tr: _relative(tr.constraint_residual, float(np.max(np.abs(_velocity(tr))))), 1e-11),
+    ("energy",
+     lambda text: text.startswith(("energy H", "energy ½ωᵀ𝕀ω")),
+     lambda tr: float(np.max(np.abs(tr.energy - tr.energy[0]))) / max(abs(float(tr.energy[0])), 1e-300), 1e-11),
+    ("R ∈ SO(3)",
+     lambda text: "SO(3)" in text,
+     lambda tr: float(np.max(tr.extra["orthogonality_defect"])), 1e-12),
+)
+
+
+def _velocity(tr):
+    for name in ("v", "omega", "xdot"):
+        if name in tr.fields():
+            return getattr(tr, name)
+    return np.zeros(1)
+
+
+@dataclass
+class Row:
+    """One (method, model) pair: declared and fitted order, the preserved checks and the verdict."""
+
+    method: str
+    model: str
+    kind: str
+    declared: int
+    fitted: float = math.nan
+    errors: list = field(default_factory=list)
+    array: str = ""
+    preserved: dict = field(default_factory=dict)   # name -> (measured, tolerance, ok)
+    applicable: bool = True
+    reason: str = ""
+    seconds: float = 0.0
+
+    @property
+    def order_ok(self) -> bool:
+        return abs(self.fitted - self.declared) <= ORDER_TOL
+
+    @property
+    def ok(self) -> bool:
+        return not self.applicable or (self.order_ok and all(v[2] for v in self.preserved.values()))
+
+
+def _forms(model) -> dict:
+    """The systems of a model that conformance runs: ``{"system": model.system}`` plus the
+    hand-derived almost-Poisson form where the model has one."""
+    out = {"system": model.system}
+    if model.almost_poisson is not None:
+        out["almost-poisson"] = model.almost_poisson
+    return out
+
+
+def pairs() -> list:
+    """(method name, model name, form) for every registered compiled method and every system of a
+    built-in model (:func:`_forms`) whose kind the method integrates *directly*. Views are
+    exercised separately (:data:`VIEW_PAIRS`): through a view every pair would recompile the
+    automatic reduction, minutes per model."""
+    out = []
+    for model_name in _models.available():
+        for form, system in _forms(_models.get(model_name)).items():
+            kinds = set(type(system).kinds())
+            for name, m in _methods.registry().items():
+                if m.compiled and kinds & set(m.traits.integrates):
+                    out.append((name, model_name, form))
+    return out
+
+
+#: one (method, model) per registered view: the view's conversion, anchored reduction and state
+#: map checked as any pair is
+VIEW_PAIRS = (("dg-gonzalez", "chaplygin-sleigh", "system"), ("lie-gni-mv", "suslov", "system"))
+
+
+def _order_array(model) -> str:
+    names = [k[:-1] for k in model.initial_state]
+    return "omega" if names == ["R", "omega"] else names[0]
+
+
+def check_pair(method_name: str, model_name: str, form: str = "system", hs=None, t_final=None) -> Row:
+    """Run and check one pair (see module doc)."""
+    from .engine import integrate
+    method = _methods.get(method_name)
+    model = _models.get(model_name)
+    system = _forms(model)[form]
+    state = model.initial_state
+    if form == "almost-poisson":
+        state = {"x0": np.asarray(system.reduce(model.q0, model.v0))}
+    kinds = type(system).kinds()
+    row = Row(method.name, model.name if form == "system" else f"{model.name} ({form})", kinds[0],
+              method.traits.order)
+    h0, T = MODEL_SETTINGS.get(model.name, DEFAULT_SETTINGS)
+    T = float(t_final if t_final is not None else T)
+    hs = np.asarray(hs if hs is not None else (h0, h0 / 2, h0 / 4), float)
+    row.array = _order_array(model)
+    t0 = time.perf_counter()
+    runs = []
+    try:
+        for h in hs:
+            runs.append(integrate(system, method, h=float(h), t_final=T, progress=False, **state))
+    except InputError as exc:
+        row.applicable, row.reason = False, " ".join(str(exc).split())
+        return row
+    finals = sorted({round(float(tr.t[-1]), 12) for tr in runs})
+    sol, _ = model.state_solution(np.array([0.0] + finals))
+    ref = {t: np.asarray(sol[row.array])[i + 1] for i, t in enumerate(finals)}
+    for tr in runs:
+        got = np.asarray(getattr(tr, row.array))[-1]
+        row.errors.append(float(np.max(np.abs(got - ref[round(float(tr.t[-1]), 12)]))))
+    row.fitted = fitted_order(hs, row.errors)
+    finest = runs[-1]
+    for text in method.traits.preserves:
+        for name, claims, measure, tol in PRESERVED_CHECKS:
+            if claims(text) and name not in row.preserved:
+                try:
+                    value = measure(finest)
+                except KeyError:
+                    continue
+                row.preserved[name] = (value, tol, value <= tol)
+    row.seconds = time.perf_counter() - t0
+    return row
+
+
+def table(rows) -> str:
+    """A Markdown table of rows."""
+    lines = ["| method | model | kind | declared | fitted (array) | preserved (measured ≤ tol) | result |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if not r.applicable:
+            lines.append(f"| {r.method} | {r.model} | {r.kind} | {r.declared} | — | — | n/a: {r.reason[:90]} |")
+            continue
+        pres = "; ".join(f"{k} {v[0]:.1e}" for k, v in r.preserved.items()) or "—"
+        lines.append(f"| {r.method} | {r.model} | {r.kind} | {r.declared} | {r.fitted:.2f} ({r.array}) "
+                     f"| {pres} | {'pass' if r.ok else 'FAIL'} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+    rows = []
+    for mname, model, form in pairs() + list(VIEW_PAIRS):
+        r = check_pair(mname, model, form)
+        rows.append(r)
+        print(f"{mname:18s} {model:22s} {r.fitted:6.2f} {r.declared} {'ok' if r.ok else 'FAIL'} "
+              f"{r.seconds:5.1f}s {r.reason[:60]}", file=sys.stderr, flush=True)
+    print(table(rows))
