@@ -144,7 +144,7 @@ def long_run_comparison(T: float = 2000.0, rtols=(1e-3, 1e-6), log=print) -> lis
 
 def _table_without_small_loops(quick: bool, log=print):
     """The benchmark table in a subprocess with DALEMBERT_XLA_SMALL_LOOPS=0 (JSON results)."""
-    code = ("import json, sys; from dalembert.bench import run_benchmarks; "
+    code = ("import json, sys, dalembert; dalembert.configure(); from dalembert.bench import run_benchmarks; "
             f"json.dump(run_benchmarks(quick={quick!r}), sys.stdout)")
     env = dict(os.environ, DALEMBERT_XLA_SMALL_LOOPS="0")
     env.pop("XLA_FLAGS", None)
@@ -184,15 +184,15 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     cpu = None if args.no_pin else _pin_one_core()
-    import dalembert  # noqa: F401 - after pinning: JAX sizes its thread pools at start-up
-    from dalembert import engine
+    import dalembert  # after pinning: JAX sizes its thread pools at start-up
+    configured = dalembert.configure()   # the process-wide settings the CLI also opts in to
     from dalembert.bench import check_targets, format_table, machine_info, run_benchmarks
 
     t0 = time.perf_counter()
     log = lambda msg: print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)  # noqa: E731
     info = machine_info()
     info["pinned_cpu"] = cpu
-    info["small_loop_kernels"] = engine.SMALL_LOOP_KERNELS
+    info["small_loop_kernels"] = configured["small_loops"]
     results = run_benchmarks(quick=args.quick, progress_callback=log)
     others = []
     if args.others:
@@ -218,7 +218,7 @@ def main(argv=None):
            + (f"the benchmark pinned to core {cpu})" if cpu is not None else "not pinned)"),
            f"- JAX {info['jax']}, NumPy {info['numpy']}, SciPy {info['scipy']}, "
            f"Python {info['python']}, dalembert {info['dalembert']}",
-           f"- XLA small-loop kernels (`engine.request_small_loop_kernels`): "
+           f"- XLA small-loop kernels (`dl.configure`, `engine.xla.request_small_loop_kernels`): "
            f"{'on' if info['small_loop_kernels'] else 'off'}; XLA_FLAGS = `{info['xla_flags']}`",
            f"- {info['platform']}",
            f"- load average (1, 5, 15 min) at the start: {info['load_average']}, at the end: "

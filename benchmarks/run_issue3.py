@@ -35,6 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import dalembert as dl
+
+dl.configure()   # the process-wide settings the CLI also opts in to (before JAX starts)
 from _report import publish
 from dalembert.models.chaotic_quartic import initial_state
 

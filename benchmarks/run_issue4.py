@@ -30,6 +30,8 @@ import jax
 import numpy as np
 
 import dalembert as dl
+
+dl.configure()   # the process-wide settings the CLI also opts in to (before JAX starts)
 from dalembert.bench import numpy_lie
 from _report import publish
 

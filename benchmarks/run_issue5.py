@@ -35,6 +35,8 @@ import json, sys, time, warnings
 t_start = time.perf_counter()
 import numpy as np
 import dalembert as dl
+
+dl.configure()   # the process-wide settings the CLI also opts in to (before JAX starts)
 from dalembert.models import rolling_ball as rb
 warnings.simplefilter("ignore")
 with_ref = sys.argv[1] == "1"

@@ -46,7 +46,7 @@ def run_figures(traj, model, out: Path) -> list[Path]:
     ax.semilogy(t, np.maximum(err, 1e-17), lw=0.8)
     ax.set_xlabel("t")
     ax.set_ylabel("|E(t) − E(0)| / |E(0)|")
-    note = " (affine constraints: E is not an invariant)" if getattr(model.system, "is_affine", False) else ""
+    note = "" if "energy" in model.invariants else " (E is not an invariant of this model)"
     ax.set_title(f"{model.name}: relative energy error{note}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     files.append(_save(fig, out / "energy.png"))

@@ -9,8 +9,9 @@ with ``traits.order`` (± :data:`ORDER_TOL`); and checks, on the finest run, the
 constraint, the energy, R ∈ SO(3). A pair whose method refuses the model in ``build`` (e.g. a
 constant-metric method on a q-dependent metric) is reported as not applicable, with the reason.
 
-The order is fitted on the array the order refers to: ``q`` (or ``x``) for systems on Rⁿ and
-shape × group, ``omega`` for the SO(3) kinds (their R is first order with the left-endpoint
+The order is fitted on the configuration arrays — ``q`` on Rⁿ (and on the almost-Poisson forms,
+which report q), the smaller slope of ``x`` and ``R`` on shape × group — and on ``omega`` for the
+SO(3) kinds, whose declared order is in ω (their R is first order with the left-endpoint
 reconstruction, Jiménez–Scheurle 2015 Thm 5.2(2)). ``tests/conformance`` runs every pair;
 ``python -m dalembert.verification`` prints the table.
 """
@@ -29,11 +30,22 @@ from .errors import InputError
 
 #: allowed |fitted − declared| order
 ORDER_TOL = 0.15
+#: pairs measured one order above the declared (general) order, and why: the check then only
+#: requires fitted ≥ declared − ORDER_TOL. A pair not listed must match within ± ORDER_TOL.
+SUPERCONVERGENT = {
+    ("gni-euler-a", "nonholonomic-particle"): "V = 0: the Euler-A and Euler-B L_d equal Störmer–Verlet's",
+    ("gni-euler-b", "nonholonomic-particle"): "V = 0: the Euler-A and Euler-B L_d equal Störmer–Verlet's",
+    ("gni-euler-a", "vertical-rolling-disk"): "V = 0: the Euler-A and Euler-B L_d equal Störmer–Verlet's",
+    ("gni-euler-b", "vertical-rolling-disk"): "V = 0: the Euler-A and Euler-B L_d equal Störmer–Verlet's",
+    ("dg-itoh-abe", "chaplygin-sleigh (almost-poisson)"): "measured order 2 on this hand-derived form",
+    ("dg-itoh-abe", "gearbox (almost-poisson)"): "measured order 2 on this hand-derived form",
+    ("dg-itoh-abe", "vertical-rolling-disk (almost-poisson)"): "measured order 2 on this hand-derived form",
+}
 #: (h0, t_final) per model, chosen so that the three errors lie in the asymptotic regime above
 #: round-off for every method of the model (default: (0.1, 1.0))
 MODEL_SETTINGS = {
-    "p1-linear": (0.1, 1.0), "p2-affine": (0.1, 1.0), "p3-reduced": (0.1, 1.0),
-    "rolling-ball": (0.1, 1.0), "rolling-ball-pre": (0.1, 1.0), "suslov": (0.1, 1.0),
+    # the exponential-chart GNI (order 1) reaches its asymptotic regime only below h ≈ 0.02 here
+    "rolling-ball": (0.02, 1.0), "rolling-ball-pre": (0.01, 1.0),
 }
 DEFAULT_SETTINGS = (0.1, 1.0)
 
@@ -81,6 +93,8 @@ class Row:
 
     @property
     def order_ok(self) -> bool:
+        if (self.method, self.model) in SUPERCONVERGENT:
+            return self.fitted >= self.declared - ORDER_TOL
         return abs(self.fitted - self.declared) <= ORDER_TOL
 
     @property
@@ -117,9 +131,12 @@ def pairs() -> list:
 VIEW_PAIRS = (("dg-gonzalez", "chaplygin-sleigh", "system"), ("lie-gni-mv", "suslov", "system"))
 
 
-def _order_array(model) -> str:
+def _order_arrays(model, form) -> tuple:
+    """The arrays the order is fitted on (the smallest fitted slope counts)."""
     names = [k[:-1] for k in model.initial_state]
-    return "omega" if names == ["R", "omega"] else names[0]
+    if names == ["R", "omega"]:
+        return ("omega",)
+    return ("x", "R") if names[:2] == ["x", "R"] else ("q",)
 
 
 def check_pair(method_name: str, model_name: str, form: str = "system", hs=None, t_final=None) -> Row:
@@ -137,7 +154,8 @@ def check_pair(method_name: str, model_name: str, form: str = "system", hs=None,
     h0, T = MODEL_SETTINGS.get(model.name, DEFAULT_SETTINGS)
     T = float(t_final if t_final is not None else T)
     hs = np.asarray(hs if hs is not None else (h0, h0 / 2, h0 / 4), float)
-    row.array = _order_array(model)
+    arrays = _order_arrays(model, form)
+    row.array = ", ".join(arrays)
     t0 = time.perf_counter()
     runs = []
     try:
@@ -148,11 +166,14 @@ def check_pair(method_name: str, model_name: str, form: str = "system", hs=None,
         return row
     finals = sorted({round(float(tr.t[-1]), 12) for tr in runs})
     sol, _ = model.state_solution(np.array([0.0] + finals))
-    ref = {t: np.asarray(sol[row.array])[i + 1] for i, t in enumerate(finals)}
-    for tr in runs:
-        got = np.asarray(getattr(tr, row.array))[-1]
-        row.errors.append(float(np.max(np.abs(got - ref[round(float(tr.t[-1]), 12)]))))
-    row.fitted = fitted_order(hs, row.errors)
+    fits = {}
+    for a in arrays:
+        ref = {t: np.asarray(sol[a])[i + 1] for i, t in enumerate(finals)}
+        errs = [float(np.max(np.abs(np.asarray(getattr(tr, a))[-1] - ref[round(float(tr.t[-1]), 12)])))
+                for tr in runs]
+        fits[a] = (fitted_order(hs, errs), errs)
+    worst = min(fits, key=lambda a: fits[a][0])
+    row.fitted, row.errors = fits[worst]
     finest = runs[-1]
     for text in method.traits.preserves:
         for name, claims, measure, tol in PRESERVED_CHECKS:
@@ -175,7 +196,8 @@ def table(rows) -> str:
             lines.append(f"| {r.method} | {r.model} | {r.kind} | {r.declared} | — | — | n/a: {r.reason[:90]} |")
             continue
         pres = "; ".join(f"{k} {v[0]:.1e}" for k, v in r.preserved.items()) or "—"
-        lines.append(f"| {r.method} | {r.model} | {r.kind} | {r.declared} | {r.fitted:.2f} ({r.array}) "
+        note = " (superconvergent here)" if (r.method, r.model) in SUPERCONVERGENT else ""
+        lines.append(f"| {r.method} | {r.model} | {r.kind} | {r.declared} | {r.fitted:.2f} ({r.array}){note} "
                      f"| {pres} | {'pass' if r.ok else 'FAIL'} |")
     return "\n".join(lines)
 
@@ -186,6 +208,6 @@ if __name__ == "__main__":  # pragma: no cover
     for mname, model, form in pairs() + list(VIEW_PAIRS):
         r = check_pair(mname, model, form)
         rows.append(r)
-        print(f"{mname:18s} {model:22s} {r.fitted:6.2f} {r.declared} {'ok' if r.ok else 'FAIL'} "
+        print(f"{mname:18s} {r.model:40s} {r.fitted:6.2f} {r.declared} {'ok' if r.ok else 'FAIL'} "
               f"{r.seconds:5.1f}s {r.reason[:60]}", file=sys.stderr, flush=True)
     print(table(rows))

@@ -20,10 +20,19 @@ def test_reference_method_on_the_ball_equals_the_models_own_reference():
     assert np.abs(tr.constraint_residual).max() <= 1e-10
 
 
-def test_reference_method_refuses_a_system_kind_it_cannot_integrate():
+def test_reference_method_reaches_a_symmetric_eps_system_through_its_view():
+    """The Suslov system (an EulerPoincareSuslovSystem) has no reference of its own kind; the
+    registered view as a LieNonholonomicSystem gives one, which matches the closed-form ω."""
+    from dalembert.models.suslov import exact_omega
     s = dl.models.get("suslov")
-    with pytest.raises(dl.InputError, match="reference"):
-        dl.integrate(s.system, "reference", h=0.1, t_final=1.0, **s.initial_state)
+    tr = dl.integrate(s.system, "reference", h=0.1, t_final=2.0, **s.initial_state)
+    np.testing.assert_allclose(tr.omega, exact_omega(tr.t)["omega"], rtol=0, atol=1e-10)
+
+
+def test_reference_method_refuses_a_system_kind_without_a_reference():
+    ap = dl.AlmostPoissonSystem(lambda x: np.array([[0.0, 1.0], [-1.0, 0.0]]), lambda x: 0.5 * (x @ x))
+    with pytest.raises(dl.InputError, match="integrates nonholonomic or reduced or lie-nonholonomic"):
+        dl.integrate(ap, "reference", h=0.1, t_final=1.0, x0=np.array([1.0, 0.0]))
 
 
 def test_reference_method_on_a_lie_nonholonomic_system_agrees_with_the_lie_gni():

@@ -260,7 +260,9 @@ def test_T6_T8_local_slopes(method, p):
         ex = exact_omega(np.array([h]))
         eu.append(np.linalg.norm(out["omega"][1] - ex["omega"][0]))
         el.append(abs(lam_2d(out["omega"][1, :2]) - ex["lam"][0]))
-    assert abs(slope(EPS, eu) - (p + 1)) <= 0.05
+    eu = np.array(eu)
+    fit = eu > 1e-14                      # RK4's ω error reaches round-off at the smallest ε
+    assert fit.sum() >= 4 and abs(slope(EPS[fit], eu[fit]) - (p + 1)) <= 0.05
     if method != "eps-variational":       # T8: λ(u^{k+1}) has the same slope (Prop 6.1, s = p)
         el = np.array(el)
         keep = el > 1e-14                 # RK4's λ error reaches round-off at the smallest ε
@@ -404,9 +406,9 @@ def test_bad_initial_state():
 
 
 def test_methods_reject_other_systems_and_bad_options():
-    nh = dl.models.get("chaplygin-sleigh").system
-    with pytest.raises(InputError, match="EulerPoincareSuslovSystem"):
-        dl.methods.get("eps-midpoint").build(nh, np.zeros(3))
+    sleigh = dl.models.get("chaplygin-sleigh")
+    with pytest.raises(InputError, match="integrates euler-poincare-suslov systems"):
+        dl.integrate(sleigh.system, "eps-midpoint", q0=sleigh.q0, v0=sleigh.v0, h=0.1, t_final=1.0)
     with pytest.raises(InputError, match="multiplier"):
         dl.methods.get("eps-variational").build(SUSLOV, np.eye(3), multiplier="p59")
     with pytest.raises(InputError, match="reconstruction"):

@@ -1,7 +1,7 @@
 """Plain NumPy per-step loops of the rolling-ball schemes: the baseline of the issue-5 benchmark.
 
 The *same* schemes as the compiled ones, written from the spec
-(``shared/papers/gni-2015-new-developments.md``) the way a careful NumPy user would: one Python
+(the restatement) the way a careful NumPy user would: one Python
 iteration per step, small arrays, closed forms where the spec gives them, ``np.linalg.solve`` for
 the Newton systems, the same Newton test (|Δ|∞ ≤ rtol (1 + |x|∞)) and tolerance as
 :mod:`dalembert.solvers.newton`.

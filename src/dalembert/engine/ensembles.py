@@ -10,7 +10,7 @@ import numpy as np
 
 from .._cache import cached
 from ..errors import ConvergenceError, InputError
-from ..systems.kind import resolve
+from ..systems.kind import SystemKind, resolve
 from ..trajectory import Trajectory
 from . import loop
 from .run import check_run, run_metadata, split_initial_state, trajectory
@@ -282,7 +282,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
         raise InputError(f"{method.name} does not run in the compiled engine; ensembles need a compiled method")
     factory = None
     if params is not None:
-        if not callable(system) or hasattr(system, "check_initial_state"):
+        if not callable(system) or isinstance(system, SystemKind):
             raise InputError("ensemble(params=...): system must be a factory params -> system")
         factory = system
         params, B_p = _batched_params(params)

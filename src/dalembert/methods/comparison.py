@@ -1,7 +1,7 @@
 """The comparison methods of Celledoni et al. 2019 on a NonholonomicSystem: SI-DLA, I-DLA, SPARK.
 
 The paper only names them; the definitions are the reconstructions of
-``shared/papers/discrete-gradients-2019.md`` §5 (from McLachlan–Perlmutter 2006 (MP06) as
+the restatement §5 (from McLachlan–Perlmutter 2006 (MP06) as
 transcribed in O. Verdier's odelab, and from Jay 2003). All three keep the state (q_k, p_k) with
 p = G v, and none conserves energy: their energy error is a random walk with variance
 ≈ 1e-4 h⁴ t on the chaotic quartic system (spec R12, §7.1).

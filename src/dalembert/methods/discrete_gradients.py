@@ -1,7 +1,7 @@
 """Energy-preserving discrete-gradient (DG) integrators on the almost-Poisson form.
 
 Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego, "Energy-preserving integrators
-applied to nonholonomic systems" (2019), §3 (``shared/papers/discrete-gradients-2019.md`` §3,
+applied to nonholonomic systems" (2019), §3 (the restatement §3,
 §4.1–§4.2). For ẋ = Π(x)∇H(x) with Π skew, the scheme (14) with Π̃ = Π(x̄), x̄ = (x + x')/2,
 
     x' = x + h Π(x̄) ∇̄H(x, x')                                                    (14)

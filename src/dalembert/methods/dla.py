@@ -1,7 +1,7 @@
 """Classical discrete Lagrange–d'Alembert (DLA) integrator (Cortés–Martínez 2001).
 
 As used for comparison by Ferraro–Iglesias–Martín de Diego 2008
-(``shared/papers/gni-2008-momentum-energy.md`` §2.6): the same discrete Lagrangian as the GNI,
+(the restatement §2.6): the same discrete Lagrangian as the GNI,
 but a *discrete constraint* replaces the reflection. Unknowns (q_{k+1}, λ_k):
 
     D1 L_d(q_k, q_{k+1}) + D2 L_d(q_{k−1}, q_k) = μ(q_k)ᵀ λ_k

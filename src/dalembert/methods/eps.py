@@ -1,6 +1,6 @@
 """Integrators for the Euler–Poincaré–Suslov equations on SO(3) (Jiménez–Scheurle 2015).
 
-Spec: ``shared/papers/suslov-2015-euler-poincare-suslov.md`` §2.4–§2.6. All schemes act on an
+Spec: the restatement §2.4–§2.6. All schemes act on an
 :class:`~dalembert.systems.euler_poincare_suslov.EulerPoincareSuslovSystem` (𝕀 ω̇ = 𝕀ω×ω + Aᵀλ,
 A ω = 0, Ṙ = R hat(ω)) and follow the DREPS algorithm (Def. 5.6):
 

@@ -1,7 +1,7 @@
 """``gni-exp-chart``: the unreduced affine GNI in exponential coordinates on Rⁿ × R³.
 
 Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) §7.4.2 (the inhomogeneous rolling ball;
-``shared/papers/gni-2015-new-developments.md`` §5.3, §2.4, §6 R17/R19, erratum 14).
+the restatement §5.3, §2.4, §6 R17/R19, erratum 14).
 
 A left-trivialised :class:`~dalembert.systems.reduced.ReducedSystem` on Rⁿ × SO(3) (metric
 G̃(x), constraint covectors μ̃(x, R) with rows [μ | η] acting on (ẋ, Ω), Ω = RᵀṘ the body

@@ -1,7 +1,7 @@
 """The geometric nonholonomic integrator (GNI) on R^n, for any discrete Lagrangian.
 
 Definition 4.1 / 6.1 of Ferraro, Jiménez, Martín de Diego, "New developments on the geometric
-nonholonomic integrator", Nonlinearity 28 (2015) (``shared/papers/gni-2015-new-developments.md``
+nonholonomic integrator", Nonlinearity 28 (2015) (the restatement
 §2.1, §2.4), in its one-step form on T*Q (spec §2.1, "recommended implementation form"):
 
     state (q_k, p⁺_k),  p⁺_k = D2 L_d(q_{k−1}, q_k)

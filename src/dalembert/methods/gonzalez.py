@@ -1,7 +1,7 @@
 """Gonzalez discrete-gradient methods in canonical coordinates: GONZALEZ-F and GONZALEZ-R.
 
 Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019, §3.3, (15), Algorithm 1,
-Remarks 3.4–3.5 (``shared/papers/discrete-gradients-2019.md`` §4.3–§4.4). Both take a
+Remarks 3.4–3.5 (the restatement §4.3–§4.4). Both take a
 :class:`~dalembert.NonholonomicSystem` with linear constraints and keep the state (q_k, p_k),
 p = G v.
 

@@ -2,7 +2,7 @@
 Lagrangian, for any constraint distribution.
 
 Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) §4.1–§4.4, (P7)
-(``shared/papers/gni-2008-momentum-energy.md`` §2.2–§2.5). Discrete Lagrangian
+(the restatement §2.2–§2.5). Discrete Lagrangian
 L_d(R_k, R_{k+1}) = l_d(W_k), W_k = R_kᵀR_{k+1}; trivialised derivatives (spec §2.2)
 
     <l_d'^R(W), ξ> = d/ds l_d(exp(sξ̂) W),    <l_d'^L(W), η> = d/ds l_d(W exp(sη̂)),

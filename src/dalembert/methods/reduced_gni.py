@@ -3,7 +3,7 @@
 Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, Definition 7.1 (30) and its affine
 form (38) with the corrected sign (erratum 6), the retracted Legendre maps of §7.1 (Lemma 9.5,
 erratum 11) and the reconstruction of Remark 7.2 (erratum 12)
-(``shared/papers/gni-2015-new-developments.md`` §2.5, §2.7, §2.8, §2.10, §2.11, §8).
+(the restatement §2.5, §2.7, §2.8, §2.10, §2.11, §8).
 
 System: a :class:`~dalembert.systems.reduced.ReducedSystem` (metric G̃(x), constraints
 μ̃(x, R)u = ν̃(x, R), trivialised velocities u = (ẋ, ξ)). With a retraction τ (Cayley default,

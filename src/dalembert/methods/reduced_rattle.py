@@ -1,6 +1,6 @@
 """RATTLE for reduced spaces: algorithm (37) of Ferraro, Jiménez, Martín de Diego, Nonlinearity 28
 (2015) 871, §7.2, with the fixes of errata 7–9 and the affine term of §7.3
-(``shared/papers/gni-2015-new-developments.md`` §2.6, §2.7).
+(the restatement §2.6, §2.7).
 
 Setting: a :class:`~dalembert.systems.reduced.ReducedSystem` with **constant** metric blocks
 G̃_xx, G̃_xg, G̃_gg and the SV-type retracted discrete Lagrangian of §7.2. State

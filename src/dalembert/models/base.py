@@ -111,9 +111,10 @@ class Model:
         arrays = [k[:-1] if k.endswith("0") and len(k) > 1 else k for k in names]
         t = np.asarray(t, float)
         for fn, label in ((self.exact_solution, "exact solution"), (self.reference, "the model's reference solution")):
-            if fn is None:
+            positional = names == ["q0", "v0"] and fn is self.exact_solution
+            if fn is None or not (positional or _takes_names(fn, names)):
                 continue
-            out = fn(t, *x0.values()) if names == ["q0", "v0"] and fn is self.exact_solution else fn(t, **x0)
+            out = fn(t, *x0.values()) if positional else fn(t, **x0)
             return (dict(out) if isinstance(out, dict) else dict(zip(arrays, out))), label
         return (self.system.reference_solution(*x0.values(), t=t),
                 "reference solution (DOP853, rtol = atol = 1e-13)")
@@ -121,6 +122,19 @@ class Model:
     @property
     def has_exact_solution(self) -> bool:
         return self.exact_solution is not None
+
+
+def _takes_names(fn, names) -> bool:
+    """True if ``fn`` accepts every name in ``names`` as a keyword argument."""
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return True
+    return all(n in params and params[n].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                  inspect.Parameter.KEYWORD_ONLY) for n in names)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The nonholonomic particle in R³: L = ½(ẋ² + ẏ² + ż²), constraint ż = y ẋ.
 
 Source: Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 (2008), Example 1
-(``shared/papers/gni-2008-momentum-energy.md`` §4, Example 1); the ∂y translation is a horizontal
+(the restatement §4, Example 1); the ∂y translation is a horizontal
 symmetry, so ẏ is conserved (and the GNI keeps y_{k+1} − 2y_k + y_{k−1} = 0 exactly: R12 of the
 GNI spec).
 

@@ -1,7 +1,7 @@
 """The balanced rolling ball (Chaplygin sphere) on a table turning at a constant rate.
 
 Ferraro, Jiménez, Martín de Diego, "New developments on the geometric nonholonomic integrator",
-Nonlinearity 28 (2015) §7.4 (``shared/papers/gni-2015-new-developments.md`` §4, §4.1, §5.1–§5.4).
+Nonlinearity 28 (2015) §7.4 (the restatement §4, §4.1, §5.1–§5.4).
 
 Physics (spec §4). A sphere of radius r (m), mass m (kg) and principal moments of inertia
 I1, I2, I3 (kg·m²) about its centre, which is its centre of mass, rolls without slipping on a

@@ -1,7 +1,7 @@
 """The vertical rolling disk: q = (x1, x2, θ, φ), G = diag(m, m, J_θ, J_φ), V = 0.
 
 Constraints (rolling without slipping): ẋ1 = r φ̇ cos θ, ẋ2 = r φ̇ sin θ.
-Source: ``shared/papers/discrete-gradients-2019.md`` §7.0 (Celledoni et al. 2019, running example).
+Source: the restatement §7.0 (Celledoni et al. 2019, running example).
 
 Exact solution: θ̇ and φ̇ are constant; θ = θ0 + θ̇ t, φ = φ0 + φ̇ t,
 x1 = x1₀ + (r φ̇/θ̇)(sin θ − sin θ0), x2 = x2₀ − (r φ̇/θ̇)(cos θ − cos θ0) (straight line if θ̇ = 0).

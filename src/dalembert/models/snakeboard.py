@@ -1,7 +1,7 @@
 """The snakeboard on SE(2) × T², coordinates q = (x, y, θ, ψ, φ).
 
 Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) Example 2
-(``shared/papers/gni-2008-momentum-energy.md`` §4, Example 2). (x, y) is the board centre (the centre
+(the restatement §4, Example 2). (x, y) is the board centre (the centre
 of mass), θ the board angle, ψ the rotor angle, ±φ the wheel-axle angles relative to the board, r
 the centre-to-axle distance. The paper's Lagrangian (ambiguity A12: the rotor term is ½J₀ψ̇², not
 ½J₀(θ̇ + ψ̇)²):

@@ -1,7 +1,7 @@
 """The GNI test problems P1 (linear constraint) and P2 (affine constraint) on R³.
 
 Not from a paper: the test problems of the GNI specification
-(``shared/papers/gni-2015-new-developments.md`` §5.5) used for the order checks R6, R7, R9 and
+(the restatement §5.5) used for the order checks R6, R7, R9 and
 the adjointness check R8:
 
 P1: G = diag(1, 2, 1.5), V = ½|q|² + ¼x⁴, constraint ż = y ẋ (μ = [−y, 0, 1]),

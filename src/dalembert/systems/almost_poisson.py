@@ -2,7 +2,7 @@
 
 Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego, "Energy-preserving integrators
 applied to nonholonomic systems" (2019), §2.2 and §3.3, restated in
-``shared/papers/discrete-gradients-2019.md`` §2.3–§2.5 (equations (8), (9), (16)–(18)).
+the restatement §2.3–§2.5 (equations (8), (9), (16)–(18)).
 
 * :class:`AlmostPoissonSystem` — a skew matrix field Π(x) (N × N) and a Hamiltonian H(x) on R^N.
   H is a first integral because Π is skew: Ḣ = ∇Hᵀ Π ∇H = 0. ∇H comes from JAX autodiff.

@@ -1,7 +1,7 @@
 """Left-invariant nonholonomic systems on SO(3): the Euler–Poincaré–Suslov (EPS) equations.
 
 Jiménez & Scheurle, "On the discretization of the Euler–Poincaré–Suslov equations in SO(3)"
-(``shared/papers/suslov-2015-euler-poincare-suslov.md`` §1.2, §1.5), with reduced Lagrangian
+(the restatement §1.2, §1.5), with reduced Lagrangian
 l(ω) = ½ ωᵀ𝕀ω and m constant constraint covectors a^α (rows of ``A``, shape (m, 3)):
 
     𝕀 ω̇ = (𝕀ω) × ω + Aᵀλ ,      A ω = 0 ,      Ṙ = R hat(ω)                  (P17), (P42)–(P43)

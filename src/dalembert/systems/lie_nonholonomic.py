@@ -2,7 +2,7 @@
 distribution.
 
 Ferraro, Iglesias-Ponte, Martín de Diego, "Momentum and energy preserving integrators for
-nonholonomic dynamics", Nonlinearity 21 (2008) §4.1–§4.4 (``shared/papers/gni-2008-momentum-energy.md``
+nonholonomic dynamics", Nonlinearity 21 (2008) §4.1–§4.4 (the restatement
 §2.2–§2.5). Reduced Lagrangian l(ω) = ½ ωᵀ𝕀ω (left-invariant metric, body angular velocity ω,
 Ṙ = R hat(ω)); the constraint distribution is D_R = {R hat(ξ) : A(R) ξ = 0} with A(R) the (m, 3)
 matrix whose rows are the *body* constraint covectors. A may depend on R — e.g. ``A(R) = (Rᵀb)ᵀ``

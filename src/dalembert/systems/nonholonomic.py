@@ -7,7 +7,7 @@ velocity constraints. Everything else is derived with JAX autodiff: ∇V, the ti
 λ(q, v) of the index-1 form and the Lagrange–d'Alembert acceleration.
 
 Conventions (Ferraro–Jiménez–Martín de Diego 2015, "New developments on the geometric
-nonholonomic integrator", §1–§2 and §6; restated in ``shared/papers/gni-2015-new-developments.md``
+nonholonomic integrator", §1–§2 and §6; restated in the restatement
 §1):
 
 * Lagrange–d'Alembert equations (PUB (2)): ``d/dt(∂L/∂q̇) − ∂L/∂q = μ(q)ᵀ λ``, ``μ(q) q̇ = ν(q)``.

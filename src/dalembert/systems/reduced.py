@@ -1,7 +1,7 @@
 """Mechanical systems on shape × group, Q = R^n × SO(3), in trivialised velocities.
 
 Ferraro, Jiménez, Martín de Diego, "New developments on the geometric nonholonomic integrator",
-Nonlinearity 28 (2015) 871, §7.1–§7.3 (``shared/papers/gni-2015-new-developments.md`` §2.5, §2.7,
+Nonlinearity 28 (2015) 871, §7.1–§7.3 (the restatement §2.5, §2.7,
 §2.8, §2.11, errata 6 and 12).
 
 Velocities are trivialised: u = (ẋ, ξ) ∈ R^{n+3} with ξ = RᵀṘ (body, ``trivialization="left"``)
