@@ -339,8 +339,11 @@ def main(argv=None):
         warnings.showwarning = lambda message, category, *_a, **_k: click.echo(
             f"dalembert: warning: {category.__name__}: {' '.join(str(message).split())}", err=True)
     try:
+        from dalembert.config import backends_started
         from dalembert.engine.xla import configure
-        configure(compilation_cache=True)   # the CLI opts in to the process-wide settings
+        # the CLI opts in to the process-wide settings (when it is the process's first JAX user)
+        fresh = not backends_started()
+        configure(small_loops=fresh, cpu_devices=fresh, compilation_cache=True)
         cli.main(args=argv, prog_name="dalembert", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

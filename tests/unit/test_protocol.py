@@ -84,10 +84,10 @@ def test_one_program_serves_every_run_length_and_save_every():
     s = knife_edge(2.0)
     dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.01, t_final=1.0)
     n = len(_cache.for_object(s))
-    long = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.02, t_final=300.0, save_every=7)
+    long = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.02, t_final=294.0, save_every=7)
     assert len(_cache.for_object(s)) == n
     assert long.metadata["compile_time_s"] < 0.1
-    every = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.02, t_final=300.0)
+    every = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.02, t_final=294.0)
     np.testing.assert_array_equal(long.q, every.q[::7])     # the nodes of save_every=7 are those of 1
 
 
@@ -137,10 +137,13 @@ def test_solve_under_jit_vmap_and_grad_agrees_with_integrate():
     eps = 1e-6
     fd = (final_x(0.7 + eps) - final_x(0.7 - eps)) / (2 * eps)
     assert abs(g - fd) <= 1e-6 * max(1.0, abs(fd))
-    # an implicit method differentiates in forward mode
-    gf = jax.jacfwd(lambda y: dl.solve(s, "gni-midpoint", (jnp.asarray(Q0), jnp.array([jnp.cos(0.1), jnp.sin(0.1), y])),
-                                       0.01, 50)["q"][-1, 0])(0.7)
-    assert np.isfinite(gf)
+    # an implicit method differentiates in forward mode (jax.jvp through the Newton loop)
+    def f(y):
+        v0 = jnp.array([jnp.cos(0.1), jnp.sin(0.1), y])
+        return dl.solve(s, "gni-midpoint", (jnp.asarray(Q0), v0), 0.01, 50)["q"][-1, 0]
+    _, df = jax.jvp(f, (0.7,), (1.0,))
+    fd = (f(0.7 + eps) - f(0.7 - eps)) / (2 * eps)
+    assert abs(df - fd) <= 1e-6 * max(1.0, abs(fd))
 
 
 def test_integrate_inside_a_trace_says_use_solve():

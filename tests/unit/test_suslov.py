@@ -261,7 +261,7 @@ def test_T6_T8_local_slopes(method, p):
         eu.append(np.linalg.norm(out["omega"][1] - ex["omega"][0]))
         el.append(abs(lam_2d(out["omega"][1, :2]) - ex["lam"][0]))
     eu = np.array(eu)
-    fit = eu > 1e-14                      # RK4's ω error reaches round-off at the smallest ε
+    fit = eu > 1e-15                      # RK4's ω error reaches round-off at the smallest ε
     assert fit.sum() >= 4 and abs(slope(EPS[fit], eu[fit]) - (p + 1)) <= 0.05
     if method != "eps-variational":       # T8: λ(u^{k+1}) has the same slope (Prop 6.1, s = p)
         el = np.array(el)

@@ -97,12 +97,13 @@ def _pad_members(tree, devices):
 def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
     """The compiled start and chunk functions of an ensemble, vmapped over the members and split
     over the devices of :func:`ensemble_devices` (fewer when the program makes custom calls),
-    and those devices. ``lead``: the members' batched arguments before the state (() or
+    those devices and the record layout. ``lead``: the members' batched arguments before the state (() or
     (params,)); ``scheme_of(*lead_i) -> (system, scheme)`` for one member's. The members (B of
     them in ``x0s`` and ``lead``) are padded for the devices (:func:`_pad_members`), as the
     caller must pad the arrays it runs them on."""
     k = len(lead)
     int32 = lambda i: jnp.array(i, jnp.int32)  # noqa: E731
+    layout = []                                       # filled when the chunk is traced
 
     def start(*args):
         *p, x0s_, hh = args
@@ -116,7 +117,8 @@ def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
         def chunk(*args):
             *p, state, hh, n_active, n_sub = args
             b = scheme_of(*p)
-            return loop.make_chunk(b.system, b.scheme, chunk_saves, one, hh, keep, members=True)(
+            return loop.make_chunk(b.system, b.scheme, chunk_saves, one, hh, keep, members=True,
+                                   layout_out=layout)(
                 state, hh, n_active, n_sub)
         return jax.vmap(chunk, in_axes=(0,) * (k + 1) + (None,) * 3)
 
@@ -141,7 +143,7 @@ def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
             devices = fewer
             start_l, chunk_l = lower(devices)
     start_c, chunk_c = compile_lowered(start_l), compile_lowered(chunk_l)
-    return start_c, chunk_c, devices
+    return start_c, chunk_c, devices, layout[-1]
 
 
 def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves, keep):
@@ -173,11 +175,11 @@ def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_ever
                 return bind(factory(p), method, x0_one, options)
 
         return _compile_members(scheme_of, (params,), x0s, h, save_every, chunk_saves, keep)
-    start_c, chunk_c, devices = cached(factory, key, make)
+    start_c, chunk_c, devices, layout = cached(factory, key, make)
     params = _pad_members(params, devices)
     return (lambda x0s, h: start_c(params, x0s, h),
             lambda state, h, n_active, n_sub: chunk_c(params, state, h, n_active, n_sub),
-            devices)
+            devices, layout)
 
 
 def _checked_members(system, systems, batch, project):
@@ -315,11 +317,11 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     hj = jnp.asarray(h, jnp.float64)
     t_c = time.perf_counter()
     if factory is None:
-        start, chunk, devices = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves,
+        start, chunk, devices, layout = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves,
                                                    keep_t)
     else:
         try:
-            start, chunk, devices = _compiled_param_ensemble(factory, method, kwargs, params, x0s, hj,
+            start, chunk, devices, layout = _compiled_param_ensemble(factory, method, kwargs, params, x0s, hj,
                                                              save_every, chunk_saves, keep_t)
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as exc:
             raise InputError(f"ensemble(params=...): {method.name} on this system needs concrete values of "
@@ -330,7 +332,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     t_run = time.perf_counter()
     state, out0 = start(x0s, hj)
     arrays, failure, _, _, wall, _ = loop.run_chunks(
-        chunk, state, hj, out0, n_saves, per_call, save_every, progress, md, batched=True, members=B)
+        chunk, layout, state, hj, out0, n_saves, per_call, save_every, progress, md, batched=True, members=B)
     n_nodes = next(iter(arrays.values())).shape[1]
     t = h * save_every * np.arange(n_nodes)
     md.update({"wall_time_s": wall, "compile_time_s": t_run - t_c,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +35,7 @@ ENSEMBLE_CHUNK_MEMBER_STEPS = 1 << 22
 #: Saved nodes per compiled chunk of a single run: every run length and save_every shares the
 #: one program (a call runs at most CHUNK_STEPS steps; the nodes past those are padding, which
 #: takes no step).
-CHUNK_SAVES = 8192
+CHUNK_SAVES = 16384
 
 def step_count(h: float, t_final: float, save_every: int) -> int:
     """Number of steps: ceil(t_final / h) (to 1e-9 relative), rounded up to a multiple of save_every."""
@@ -70,7 +71,7 @@ def node_outputs(system, obs):
     return d
 
 
-def _all_finite(tree):
+def all_finite(tree):
     leaves = jax.tree_util.tree_leaves(tree)
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
 
@@ -83,7 +84,7 @@ def guarded_step(scheme):
     def step(carry, h, with_info=False):
         st, ok, k, fail_at = carry
         new, info = scheme.step(st, h)
-        good = info.converged & _all_finite(new)
+        good = info.converged & all_finite(new)
         take = ok & good
         st = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), new, st)
         out = (st, take, k + 1, jnp.where(ok & ~good, k, fail_at))
@@ -109,7 +110,25 @@ def _record_layout(system, scheme, state, h, keep=None):
     return names, [shapes[k].shape for k in names], sizes, dtype
 
 
-def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: bool = False):
+class RecordLayout(NamedTuple):
+    """How a node's outputs are packed into one flat record: names (sorted), shapes, sizes."""
+
+    names: tuple
+    shapes: tuple
+    sizes: tuple
+
+    def unpack(self, flat) -> dict:
+        """Named arrays (views where possible) from records ``flat`` of shape (..., width)."""
+        lead = flat.shape[:-1]
+        res, i = {}, 0
+        for k, shp, sz in zip(self.names, self.shapes, self.sizes):
+            res[k] = flat[..., i:i + sz].reshape(lead + tuple(shp))
+            i += sz
+        return res
+
+
+def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: bool = False,
+               layout_out: list | None = None):
     """The compiled body of one chunk: ``chunk_saves`` saved nodes of ``n_sub`` steps each.
 
     ``members``: the body is vmapped over an ensemble's members. The steps of a node are then
@@ -120,11 +139,14 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
     chaotic quartic, B = 200: 0.046 → 0.035 µs per member-step). A vmapped loop computes every
     member's step anyway, so the count saves nothing for a failed member there.
 
-    ``run_chunk(state, h, n_active, n_sub)``: three nested loops — the ``n_sub`` (= save_every)
-    steps of a node, the nodes of a *block*, the blocks of the chunk. The node outputs are
-    computed per node (as the method's ``observe`` defines them) and packed into one flat record;
-    a block of records is kept in a buffer of at most :data:`BLOCK_BYTES` bytes, and only the
-    outermost loop writes into the chunk-sized output. Nodes ``j ≥ n_active`` are padding.
+    ``run_chunk(state, h, n_active, n_sub) -> (state, records, ok, fail_at, it_sum, it_max)``:
+    three nested loops — the ``n_sub`` (= save_every) steps of a node, the nodes of a *block*, the
+    blocks of the chunk. The node outputs are computed per node (as the method's ``observe``
+    defines them) and packed into one flat record; a block of records is kept in a buffer of at
+    most :data:`BLOCK_BYTES` bytes, and only the outermost loop writes into the chunk-sized
+    output ``records`` (≥ chunk_saves rows, flat: the caller unpacks the rows it keeps with the
+    :class:`RecordLayout` appended to ``layout_out`` at trace time, on the host, as views).
+    Only the blocks that hold active nodes (``j < n_active``) run.
 
     Why (measured, docs/benchmarks.md): XLA:CPU's runtime runs the kernels of a loop body one
     after the other only when all their buffers are small (≤ 512 B) or the body has at most 8
@@ -138,20 +160,14 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
     :func:`request_small_loop_kernels`).
     """
     names, shapes, sizes, dtype = _record_layout(system, scheme, state, h, keep)
+    if layout_out is not None:
+        layout_out.append(RecordLayout(tuple(names), tuple(tuple(x) for x in shapes), tuple(sizes)))
     width = sum(sizes)
     block = max(1, min(chunk_saves, BLOCK_BYTES // (width * jnp.dtype(dtype).itemsize)))
     n_blocks = -(-chunk_saves // block)
 
     def pack(outs):
         return jnp.concatenate([jnp.ravel(outs[k]).astype(dtype) for k in names])
-
-    def unpack(flat):
-        lead = flat.shape[:-1]
-        res, i = {}, 0
-        for k, shp, sz in zip(names, shapes, sizes):
-            res[k] = flat[..., i:i + sz].reshape(lead + tuple(shp))
-            i += sz
-        return res
 
     step = guarded_step(scheme)
 
@@ -174,7 +190,7 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
             outs = node_outputs(system, scheme.observe(st2, h))
             # a finite state whose node outputs are not (e.g. V = NaN where ∇V is finite) fails
             # at the step that produced it
-            bad = active & ok2 & ~_all_finite(outs)
+            bad = active & ok2 & ~all_finite(outs)
             fail2 = jnp.where(bad, k2 - 1, fail2)
             ok2 = ok2 & ~bad
             # an inactive (padding) node leaves everything as it was
@@ -186,19 +202,27 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
         def run_block(carry, b):
             return lax.scan(node, carry, b * block + jnp.arange(block, dtype=jnp.int32))
 
+        def block_into(b, c):
+            carry, buf = c
+            carry, recs = run_block(carry, b)
+            return carry, lax.dynamic_update_index_in_dim(buf, recs, b, 0)
+
         zero = jnp.array(0, jnp.int32)
         carry0 = (state, jnp.array(True), zero, jnp.array(-1, jnp.int32), zero, zero)
-        (state, ok, k, fail_at, it_sum, it_max), recs = lax.scan(
-            run_block, carry0, jnp.arange(n_blocks, dtype=jnp.int32))
-        outs = unpack(recs.reshape(n_blocks * block, -1)[:chunk_saves])
-        return state, outs, ok, fail_at, it_sum, it_max
+        # only the blocks that hold active nodes run (a short run in a large chunk costs its own
+        # nodes, not the chunk's); the rest of the buffer stays zero and is not reported
+        buf0 = jnp.zeros((n_blocks, block, width), dtype)
+        active_blocks = jnp.minimum((n_active + block - 1) // block, n_blocks)
+        (state, ok, k, fail_at, it_sum, it_max), recs = lax.fori_loop(
+            0, active_blocks, block_into, (carry0, buf0))
+        return state, recs.reshape(n_blocks * block, width), ok, fail_at, it_sum, it_max
     return run_chunk
 
 
-def run_chunks(chunk, state, hj, out0, n_saves, per_call, save_every, progress, md, batched,
+def run_chunks(chunk, layout, state, hj, out0, n_saves, per_call, save_every, progress, md, batched,
                members=None):
     """Drive the compiled chunks until n_saves nodes are done or a step fails; each call runs at
-    most ``per_call`` nodes (:func:`nodes_per_call`).
+    most ``per_call`` nodes (:func:`nodes_per_call`); ``layout`` unpacks the records it keeps.
 
     Returns (arrays, failure, it_total, it_max, wall, state): the node arrays (leading node axis,
     after the member axis when ``batched``), None or (member, step) of the first failure (member 0
@@ -224,16 +248,16 @@ def run_chunks(chunk, state, hj, out0, n_saves, per_call, save_every, progress, 
             n_active = min(per_call, n_saves - done)
             state, outs, ok, fail_at, it_sum, it_mx = chunk(
                 state, hj, jnp.array(n_active, jnp.int32), jnp.array(save_every, jnp.int32))
-            outs = jax.tree_util.tree_map(np.asarray, outs)
+            outs = np.asarray(outs)
             ok, fail_at = np.atleast_1d(mine(ok)), np.atleast_1d(mine(fail_at))
             it_total += int(np.sum(mine(it_sum)))
             it_max = max(it_max, int(np.max(mine(it_mx))))
             if not ok.all():
                 i = int(np.argmin(ok))
                 failure = (i, done * save_every + int(fail_at[i]))
-                pieces.append(jax.tree_util.tree_map(lambda x: first(x, int(fail_at[i]) // save_every), outs))
+                pieces.append(layout.unpack(first(outs, int(fail_at[i]) // save_every)))
                 break
-            pieces.append(jax.tree_util.tree_map(lambda x: first(x, n_active), outs))
+            pieces.append(layout.unpack(first(outs, n_active)))
             done += n_active
             bar.update(done, time.perf_counter() - t_run)
     finally:

@@ -82,7 +82,7 @@ def view_key(system, method, state0):
 
 
 def single_run_programs(system, method, options: dict, state0: tuple, h):
-    """(start, chunk) compiled for a single run; kept with ``system``.
+    """(start, chunk, layout) compiled for a single run; kept with ``system``.
 
     ``start(state0, h) -> (internal state, node outputs)``;
     ``chunk(state, h, n_active, save_every) -> (state, outputs, ok, fail_at, it_sum, it_max)``
@@ -101,8 +101,9 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
 
         start_c = compile_lowered(jax.jit(start).lower(state0, h))
         state_s = jax.eval_shape(start, state0, h)[0]
-        chunk = loop.make_chunk(b.system, b.scheme, loop.CHUNK_SAVES, state_s, h)
+        layout = []
+        chunk = loop.make_chunk(b.system, b.scheme, loop.CHUNK_SAVES, state_s, h, layout_out=layout)
         int32 = jax.ShapeDtypeStruct((), jnp.int32)
         chunk_c = compile_lowered(jax.jit(chunk).lower(state_s, h, int32, int32))
-        return start_c, chunk_c
+        return start_c, chunk_c, layout[0]
     return cached(system, key, make)

@@ -161,13 +161,13 @@ def _integrate_compiled(system, method, x0s, h, n_steps, save_every, progress, c
     n_saves = n_steps // save_every
     x0j, hj = tuple(jnp.asarray(x) for x in x0s), jnp.asarray(h, jnp.float64)
     t_compile = time.perf_counter()
-    start, chunk = single_run_programs(system, method, options, x0j, hj)
+    start, chunk, layout = single_run_programs(system, method, options, x0j, hj)
     t_run = time.perf_counter()
     compile_s = t_run - t_compile
     state, out0 = start(x0j, hj)
     per_call = loop.nodes_per_call(loop.CHUNK_SAVES, save_every, chunk_steps)
     arrays, failure, it_total, it_max, wall, _ = loop.run_chunks(
-        chunk, state, hj, out0, n_saves, per_call, save_every, progress, md, batched=False)
+        chunk, layout, state, hj, out0, n_saves, per_call, save_every, progress, md, batched=False)
     failure = None if failure is None else failure[1]
     n_nodes = next(iter(arrays.values())).shape[0]
     steps_done = failure if failure is not None else n_steps
@@ -226,8 +226,9 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
 
     Gradients: the loop is a ``lax.scan`` over arrays only (no host callbacks), so reverse mode
     works for the explicit steps (e.g. ``nh-rattle`` with a constant mass matrix); the implicit
-    steps' Newton iterations are a ``while`` loop, which forward mode (``jax.jacfwd``) handles and
-    reverse mode does not.
+    steps' Newton iterations are a ``while`` loop, which ``jax.jvp`` differentiates (forward
+    mode) and reverse mode does not. (``jax.jacfwd`` over an implicit step trips a JAX batching
+    assertion in jax 0.10; use ``jax.jvp`` per direction.)
 
     Raises
     ------
@@ -253,7 +254,12 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
 
     def node(carry, _):
         carry = lax.fori_loop(0, save_every, lambda _, c: step(c, h), carry)
-        return carry, loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
+        outs = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
+        # a finite state whose node outputs are not (V = NaN where ∇V is finite) fails at the
+        # step that produced it, as in integrate
+        st, ok, k, fail_at = carry
+        bad = ok & ~loop.all_finite(outs)
+        return (st, ok & ~bad, k, jnp.where(bad, k - 1, fail_at)), outs
 
     carry0 = (state, jnp.array(True), jnp.array(0, jnp.int32), jnp.array(-1, jnp.int32))
     (state, ok, _, failed), nodes = lax.scan(node, carry0, None, length=n_steps // save_every)
