@@ -1,7 +1,7 @@
 """Speed of two versions of dalembert side by side: steps/s of single runs and member-steps/s of
 ensembles, each version in its own subprocess, interleaved and repeated (min / median / max).
 
-    python benchmarks/compare_versions.py OLD_SRC NEW_SRC [--repeats 3] [--out FILE]
+    python benchmarks/compare_versions.py OLD_SRC NEW_SRC [--repeats 3] [--out FILE] [--only CASE]...
 
 OLD_SRC / NEW_SRC: directories holding the ``dalembert`` package (e.g. a ``git worktree`` of an
 earlier commit: ``git worktree add /tmp/before <commit>`` then ``/tmp/before/src``). A version
@@ -64,7 +64,7 @@ def ens(method, B, steps, form="system"):
 
 CASES = [
     ("gearbox nh-rattle", lambda: single("gearbox", "nh-rattle", 0.1, 200000)),
-    ("gearbox gni-euler-a", lambda: single("gearbox", "gni-euler-a", 0.1, 200000)),
+    ("gearbox gni-euler-a", lambda: single("gearbox", "gni-euler-a", 0.1, 50000)),
     ("gearbox gni-midpoint", lambda: single("gearbox", "gni-midpoint", 0.1, 50000)),
     ("gearbox dla-midpoint", lambda: single("gearbox", "dla-midpoint", 0.1, 50000)),
     ("quartic nh-rattle", lambda: single("chaotic-quartic", "nh-rattle", 0.01, 200000, n=3)),
@@ -89,10 +89,10 @@ print(json.dumps(out))
 '''
 
 
-def run_child(src):
+def run_child(src, only=()):
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "NPROC")}
     env["PYTHONPATH"] = src
-    p = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-c", CHILD, *only], env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"child failed ({src}): {p.stderr[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -104,12 +104,13 @@ def main(argv=None):
     ap.add_argument("new")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--only", action="append", default=[], help="run only this case (repeatable)")
     a = ap.parse_args(argv)
     res = {"old": [], "new": []}
     t0 = time.time()
     for i in range(a.repeats):
         for which in (("old", "new") if i % 2 == 0 else ("new", "old")):
-            res[which].append(run_child(getattr(a, which)))
+            res[which].append(run_child(getattr(a, which), a.only))
             print(f"[{time.time() - t0:6.0f} s] {which} run {len(res[which])} done", file=sys.stderr, flush=True)
     load = os.getloadavg()
     lines = [f"Interleaved runs ({a.repeats} per version), each the best of 3 timed runs after compilation; "

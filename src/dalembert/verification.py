@@ -115,6 +115,20 @@ def _forms(model) -> dict:
     return out
 
 
+#: methods whose every pair compiles for 15–60 s (measured on a 2-core machine): the test suite
+#: runs them on the model named here only, unless DALEMBERT_FULL_CONFORMANCE=1;
+#: ``python -m dalembert.verification`` always runs every pair
+EXPENSIVE = {"gonzalez-r": "gearbox", "dg-itoh-abe-sym": "gearbox"}
+
+
+def in_quick_suite(method: str, model: str) -> bool:
+    """Whether the default test suite runs this pair (see :data:`EXPENSIVE`)."""
+    import os
+    if os.environ.get("DALEMBERT_FULL_CONFORMANCE", "").strip() == "1":
+        return True
+    return method not in EXPENSIVE or model == EXPENSIVE[method]
+
+
 def pairs() -> list:
     """(method name, model name, form) for every registered compiled method and every system of a
     built-in model (:func:`_forms`) whose kind the method integrates *directly*; a method that no
