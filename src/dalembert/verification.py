@@ -160,7 +160,7 @@ def pairs() -> list:
 VIEW_PAIRS = (("dg-gonzalez", "chaplygin-sleigh", "system"),)
 
 
-def _order_arrays(model, form) -> tuple:
+def _order_arrays(model) -> tuple:
     """The arrays the order is fitted on (the smallest fitted slope counts)."""
     names = [k[:-1] for k in model.initial_state]
     if names == ["R", "omega"]:
@@ -183,7 +183,7 @@ def check_pair(method_name: str, model_name: str, form: str = "system", hs=None,
     h0, T = MODEL_SETTINGS.get(model.name, DEFAULT_SETTINGS)
     T = float(t_final if t_final is not None else T)
     hs = np.asarray(hs if hs is not None else (h0, h0 / 2, h0 / 4), float)
-    arrays = _order_arrays(model, form)
+    arrays = _order_arrays(model)
     row.array = ", ".join(arrays)
     t0 = time.perf_counter()
     runs = []

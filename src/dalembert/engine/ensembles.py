@@ -147,11 +147,12 @@ def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
 
 
 def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves, keep):
+    first = tuple(np.asarray(x[0]) for x in x0s)
     key = ("ensemble", method, options_key(options), chunk_saves, state_shapes(x0s), keep,
-           len(ensemble_devices(x0s[0].shape[0])), view_key(system, method, tuple(np.asarray(x[0]) for x in x0s)))
+           len(ensemble_devices(x0s[0].shape[0])), view_key(system, method, first))
 
     def make():
-        b = bind(system, method, tuple(np.asarray(x[0]) for x in x0s), options)
+        b = bind(system, method, first, options)
         return _compile_members(lambda: b, (), x0s, h, save_every, chunk_saves, keep)
     return cached(system, key, make)
 

@@ -34,6 +34,21 @@ def _identity(*state):
     return tuple(state)
 
 
+def view_of(system, method, state0) -> tuple:
+    """(the system ``method`` integrates, ``convert(*state) -> its initial state``): ``system``
+    itself and the identity, or the registered view anchored at ``state0`` (concrete arrays).
+
+    Raises InputError for an incompatible kind (:func:`dalembert.systems.kind.resolve`)."""
+    view = resolve(system, method)
+    if view is None:
+        return system, _identity
+    target = view.system(system, *state0)
+
+    def convert(*state):
+        return tuple(view.state(target, *state))
+    return target, convert
+
+
 def bind(system, method, state0, options: dict) -> Bound:
     """The scheme of ``method`` on ``system`` (through a registered view if the method integrates
     another kind); ``state0``: one validated initial state of ``system`` (concrete arrays; a view
@@ -42,16 +57,12 @@ def bind(system, method, state0, options: dict) -> Bound:
     Raises InputError: an incompatible kind (before anything is traced), an unknown option, a
     method that fails on a system whose kind it does not declare.
     """
-    view = resolve(system, method)
-    if view is None:
-        target, convert = system, _identity
-    else:
-        target = view.system(system, *state0)
-
-        def convert(*state):
-            return tuple(view.state(target, *state))
-    x0 = state0[0] if view is None else jax.eval_shape(convert, *state0)[0]
-    x0 = jnp.zeros(x0.shape, x0.dtype) if view is not None else x0
+    target, convert = view_of(system, method, state0)
+    if target is system:
+        x0 = state0[0]
+    else:                                     # build reads the shapes of the view's state
+        shape = jax.eval_shape(convert, *state0)[0]
+        x0 = jnp.zeros(shape.shape, shape.dtype)
     try:
         scheme = method.build(target, x0, **options)
     except TypeError as exc:

@@ -15,7 +15,8 @@ from .._version import __version__
 from ..errors import ConvergenceError, InputError
 from ..trajectory import Trajectory
 from . import loop
-from .programs import bind, single_run_programs
+from ..systems.kind import kinds_of, resolve
+from .programs import bind, options_key, single_run_programs, view_of
 
 
 # ---------------------------------------------------------------------------------------------
@@ -66,8 +67,8 @@ def trajectory(t, arrays: dict, md) -> Trajectory:
 
 def run_metadata(system, method, h, n_steps, save_every, options, **extra) -> dict:
     """The metadata every run records."""
-    kinds = getattr(type(system), "kinds", None)
-    return {"system": system.name, "kind": kinds()[0] if callable(kinds) else type(system).__name__,
+    kinds = kinds_of(system)
+    return {"system": system.name, "kind": kinds[0] if kinds else type(system).__name__,
             "method": method.name, "traits": method.traits.as_dict(), "h": h,
             "t_final": n_steps * h, "n_steps": n_steps, "save_every": save_every,
             "options": dict(options), **extra,
@@ -124,7 +125,6 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
     computed before it).
     """
     h, t_final, save_every, method = check_run(h, t_final, save_every, method)
-    from ..systems.kind import resolve
     resolve(system, method)                       # incompatible kinds: refused before any work
     names, state_in = split_initial_state(system, kwargs)
     options = kwargs
@@ -140,11 +140,8 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
 
 
 def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options):
-    from ..systems.kind import resolve
-    view = resolve(system, method)
-    target = system if view is None else view.system(system, *x0s)
-    if view is not None:
-        x0s = tuple(np.asarray(a) for a in view.state(target, *x0s))
+    target, convert = view_of(system, method, x0s)
+    x0s = tuple(np.asarray(a) for a in convert(*x0s))
     t = h * np.arange(0, n_steps + 1, save_every)
     t0 = time.perf_counter()
     arrays, info = method.solve(target, *x0s, t, **options)
@@ -235,19 +232,11 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     InputError (at trace time): n_steps not a positive multiple of save_every, an incompatible
     method and system kind, unknown options.
     """
-    method = methods.get(method)
-    if not method.compiled:
-        raise InputError(f"{method.name} is not a compiled method; dl.solve needs one")
     n_steps, save_every = int(n_steps), int(save_every)
     if n_steps < 1 or save_every < 1 or n_steps % save_every:
         raise InputError(f"dl.solve: n_steps ({n_steps}) must be a positive multiple of save_every "
                          f"({save_every})")
-    state0 = tuple(jnp.asarray(x, jnp.float64) for x in state0)
-    shapes = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in state0)
-    with jax.ensure_compile_time_eval():
-        probe = tuple(np.zeros(s.shape) for s in shapes)
-        b = bind(system, method, _concrete_or(state0, probe), options)
-    h = jnp.asarray(h, jnp.float64)
+    b, state0, h = _bind_traced(system, method, state0, h, options)
     state = b.scheme.init(*b.convert(*state0), h) if start is None else start
     first = loop.node_outputs(b.system, b.scheme.observe(state, h))
     step = loop.guarded_step(b.scheme)
@@ -274,12 +263,7 @@ def final_state(system, method, state0, h, n_steps, **options) -> dict:
     serves every h and n (e.g. a convergence study). Pure, like :func:`solve` (forward mode
     only: the loop's trip count is dynamic). Returns the node arrays of the last node, ``ok`` and
     ``failed_step``."""
-    method = methods.get(method)
-    state0 = tuple(jnp.asarray(x, jnp.float64) for x in state0)
-    with jax.ensure_compile_time_eval():
-        probe = tuple(np.zeros(x.shape) for x in state0)
-        b = bind(system, method, _concrete_or(state0, probe), options)
-    h = jnp.asarray(h, jnp.float64)
+    b, state0, h = _bind_traced(system, method, state0, h, options)
     step = loop.guarded_step(b.scheme)
     carry = (b.scheme.init(*b.convert(*state0), h), jnp.array(True), jnp.array(0, jnp.int32),
              jnp.array(-1, jnp.int32))
@@ -293,9 +277,9 @@ def compiled(fn, system, method, **static):
     """``fn`` (:func:`solve` or :func:`final_state`) for one system and method, jitted once and
     kept with the system: ``compiled(solve, sys, "nh-rattle", n_steps=1000)(state0, h)``.
     ``static``: n_steps, save_every and build options (hashable values)."""
-    from .._cache import cached, hashable
+    from .._cache import cached
     method = methods.get(method)
-    key = ("compiled", fn.__name__, method, tuple(sorted((k, hashable(v)) for k, v in static.items())))
+    key = ("compiled", fn.__name__, method, options_key(static))
     return cached(system, key, lambda: jax.jit(
         lambda state0, h, *args: fn(system, method, state0, h, *args, **static)))
 
@@ -311,8 +295,18 @@ def raise_if_failed(out, method, h, what: str = "run"):
     return out
 
 
-def _concrete_or(state, probe):
-    """The concrete initial state if it is not traced (a view may anchor on it), else zeros."""
-    if any(isinstance(x, jax.core.Tracer) for x in state):
-        return probe
-    return tuple(np.asarray(x) for x in state)
+def _bind_traced(system, method, state0, h, options):
+    """(Bound, state0 as float64 arrays, h as an array) for :func:`solve` and :func:`final_state`:
+    the method bound outside the trace, on the concrete initial state when it is not traced (a
+    view may anchor on it), else on zeros of its shapes.
+
+    Raises InputError for a method that does not run compiled, or as :func:`bind` does."""
+    method = methods.get(method)
+    if not method.compiled:
+        raise InputError(f"{method.name} is not a compiled method; dl.solve needs one")
+    state0 = tuple(jnp.asarray(x, jnp.float64) for x in state0)
+    traced = any(isinstance(x, jax.core.Tracer) for x in state0)
+    with jax.ensure_compile_time_eval():
+        anchor = tuple(np.zeros(x.shape) if traced else np.asarray(x) for x in state0)
+        b = bind(system, method, anchor, options)
+    return b, state0, jnp.asarray(h, jnp.float64)

@@ -165,13 +165,8 @@ def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
         if small_loops:
             out["small_loops"] = request_small_loop_kernels()
         if cpu_devices:
-            env = os.environ
-            if cpu_devices is not True:
-                env = dict(os.environ, DALEMBERT_CPU_DEVICES=str(int(cpu_devices)))
-            n = request_cpu_devices(env)
-            if env is not os.environ and "NPROC" in env and "NPROC" not in os.environ:
-                os.environ["NPROC"] = env["NPROC"]
-            out["cpu_devices"] = n
+            out["cpu_devices"] = request_cpu_devices(
+                cores=None if cpu_devices is True else int(cpu_devices))
     if compilation_cache:
         out["compilation_cache"] = str(enable_compilation_cache(
             None if compilation_cache is True else compilation_cache))
@@ -186,7 +181,7 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def request_cpu_devices(environ=None, config=None) -> int:
+def request_cpu_devices(environ=None, config=None, cores: int | None = None) -> int:
     """Ask JAX for one CPU device per thread of XLA's CPU pool (``jax_num_cpu_devices``), so
     that :func:`ensemble` can run its members on all cores (:func:`ensemble_devices`).
 
@@ -214,7 +209,8 @@ def request_cpu_devices(environ=None, config=None) -> int:
     So a program without LAPACK (or other custom) calls runs on every device, one with them on at
     most ``min(cores, NPROC − 1)`` (one pool thread more than can wait).
 
-    ``DALEMBERT_CPU_DEVICES``: the number of cores to plan for (``1``: leave JAX alone). A
+    ``cores`` (else ``DALEMBERT_CPU_DEVICES``, else the usable cores): the number of cores to plan
+    for (``1``: leave JAX alone). A
     device count already configured (``jax_num_cpu_devices`` or
     ``--xla_force_host_platform_device_count``) is kept. Takes effect only before JAX's backends
     start (:func:`configure` calls it); process-wide.
@@ -225,7 +221,7 @@ def request_cpu_devices(environ=None, config=None) -> int:
     """
     env = os.environ if environ is None else environ
     cfg = jax.config if config is None else config
-    want = env.get("DALEMBERT_CPU_DEVICES", "").strip()
+    want = env.get("DALEMBERT_CPU_DEVICES", "").strip() if cores is None else str(cores)
     try:
         n = int(want) if want else _usable_cores()
     except ValueError:

@@ -150,10 +150,9 @@ def resolve(system, method) -> View | None:
         return find_view(system, accepted)
     except LookupError:
         pass
-    from ..methods import base as _mb
     mine = kinds_of(system)
     kind = mine[0] if mine else type(system).__name__
-    fits = [name for name, m in _mb.registry().items() if _accepts(m, system)]
+    fits = methods_for(system)
     raise InputError(f"method {method.name!r} integrates {' or '.join(accepted)} systems; "
                      f"{getattr(system, 'name', 'this system')!r} is a {kind} system. Methods for "
                      f"{kind} systems: {', '.join(fits) if fits else 'none'}")
