@@ -50,10 +50,14 @@ class ConvergenceError(DalembertError, RuntimeError):
         t_k.
     trajectory : dalembert.Trajectory or None
         Everything computed before the failing step (nodes t_0 .. t_k at the save stride).
+    cause : int or None
+        Why (a key of ``dalembert.solvers.newton.CAUSES``: tolerance not reachable, divergence,
+        non-finite value, chart degeneracy, too few iterations).
     """
 
-    def __init__(self, message, step, time, trajectory=None):
+    def __init__(self, message, step, time, trajectory=None, cause=None):
         super().__init__(message)
+        self.cause = cause
         self.step = step
         self.time = time
         self.trajectory = trajectory

@@ -69,8 +69,8 @@ def test_views_are_registered_and_applied():
 
 
 def test_second_run_from_another_state_on_the_same_object_equals_a_fresh_object():
-    """The reduction's anchor is part of the program key (its Householder signs): a second
-    dl.integrate of the same system object from another heading gives what a fresh object gives."""
+    """The reduction's chart is part of the integration state: a second dl.integrate of the same
+    system object from another heading gives what a fresh object gives."""
     sys_a = knife_edge()
     dl.integrate(sys_a, "dg-gonzalez", q0=Q0, v0=V0, h=0.05, t_final=1.0)
     q0b = np.array([0.3, -0.2, 4.3])

@@ -9,11 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._cache import cached
-from ..errors import ConvergenceError, InputError
+from ..errors import InputError
 from ..systems.kind import SystemKind, resolve
 from ..trajectory import Trajectory
 from . import loop
-from .run import check_run, run_metadata, split_initial_state, trajectory
+from .run import (chart_metadata, check_run, failure_error, run_metadata, split_initial_state,
+                  trajectory)
 from .programs import bind, options_key, state_shapes, view_key
 from .xla import _custom_calls, compile_lowered, ensemble_devices
 
@@ -338,11 +339,11 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     t = h * save_every * np.arange(n_nodes)
     md.update({"wall_time_s": wall, "compile_time_s": t_run - t_c,
                "trajectory_steps_per_second": B * n_steps / wall if wall > 0 and failure is None else None})
+    md.update(chart_metadata(arrays, h))
     if failure is not None:
-        i, k = failure
+        i, k, cause = failure
         good = k // save_every + 1
         traj = trajectory(t[:good], {kk: v[i, :good] for kk, v in arrays.items()}, dict(md, member=i))
-        raise ConvergenceError(f"{method.name}: ensemble member {i}, step {k} (t = {k * h:.6g}) failed "
-                               f"(Newton did not converge or non-finite values); try a smaller h",
-                               step=k, time=k * h, trajectory=traj)
+        raise failure_error(method, k, h, cause, traj, "The member's nodes before it are kept in "
+                            ".trajectory", where=f"ensemble member {i}, ")
     return Ensemble(t, arrays, md)

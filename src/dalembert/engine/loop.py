@@ -24,6 +24,7 @@ import numpy as np
 from jax import lax
 
 from ..errors import InputError
+from ..solvers import newton_module as newton_mod
 from .progress import ProgressBar
 
 #: Target number of steps per compiled chunk.
@@ -76,20 +77,47 @@ def all_finite(tree):
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
 
 
+def step_cause(info, new_finite):
+    """The failure cause (int32, :data:`dalembert.solvers.newton_mod.CAUSES`) of a step that failed:
+    the method's own, else non-finite state or unspecified."""
+    if info.cause is not None:
+        return jnp.where(info.converged & ~new_finite, newton_mod.NON_FINITE, info.cause).astype(jnp.int32)
+    return jnp.where(new_finite, newton_mod.FAILED, newton_mod.NON_FINITE).astype(jnp.int32)
+
+
 def guarded_step(scheme):
-    """``step((state, ok, k, fail_at), h) -> (state, ok, k + 1, fail_at)``: one step of the
-    scheme that keeps the last good state once a step fails (Newton did not converge, or the new
-    state is not finite); ``fail_at`` is the index k of the first failed step (−1 if none).
+    """``step((state, ok, k, fail_at, cause), h) -> (state, ok, k + 1, fail_at, cause)``: one step
+    of the scheme that keeps the last good state once a step fails (Newton did not converge, or
+    the new state is not finite); ``fail_at`` is the index k of the first failed step (−1 if
+    none) and ``cause`` why it failed (:func:`step_cause`; 0 if none).
     ``with_info=True`` also returns the step's StepInfo. The one step function of every loop."""
     def step(carry, h, with_info=False):
-        st, ok, k, fail_at = carry
+        st, ok, k, fail_at, cause = carry
         new, info = scheme.step(st, h)
-        good = info.converged & all_finite(new)
+        finite = all_finite(new)
+        good = info.converged & finite
         take = ok & good
+        first = ok & ~good
         st = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), new, st)
-        out = (st, take, k + 1, jnp.where(ok & ~good, k, fail_at))
+        out = (st, take, k + 1, jnp.where(first, k, fail_at),
+               jnp.where(first, step_cause(info, finite), cause))
         return (out, info) if with_info else out
     return step
+
+
+def start_carry(state):
+    """The carry of :func:`guarded_step` before the first step."""
+    return (state, jnp.array(True), jnp.array(0, jnp.int32), jnp.array(-1, jnp.int32),
+            jnp.array(0, jnp.int32))
+
+
+def check_outputs(carry, outs):
+    """A finite state whose node outputs are not (e.g. V = NaN where ∇V is finite) fails at the
+    step that produced it: the carry with that failure recorded."""
+    st, ok, k, fail_at, cause = carry
+    bad = ok & ~all_finite(outs)
+    return (st, ok & ~bad, k, jnp.where(bad, k - 1, fail_at),
+            jnp.where(bad, newton_mod.NON_FINITE, cause).astype(jnp.int32))
 
 
 #: Largest size (bytes) of the per-block record buffer; see :func:`make_chunk`.
@@ -173,29 +201,25 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
 
     def run_chunk(state, h, n_active, n_sub):
         def inner(_, carry):
-            st, ok, k, fail_at, it_sum, it_max = carry
-            (st, ok2, k2, fail_at), info = step((st, ok, k, fail_at), h, with_info=True)
-            return (st, ok2, k2, fail_at, it_sum + info.iterations,
-                    jnp.maximum(it_max, info.iterations))
+            *gc, it_sum, it_max = carry
+            gc, info = step(tuple(gc), h, with_info=True)
+            return (*gc, it_sum + info.iterations, jnp.maximum(it_max, info.iterations))
 
         def node(carry, j):
-            st, ok, k, fail_at, it_sum, it_max = carry
+            st, ok, k, fail_at, cause, it_sum, it_max = carry
             active = ok & (j < n_active)
             # an inactive node (padding, or after a failure) takes no step at all in a single
             # run (with ok = False the steps would change nothing that is kept); an ensemble
             # counts its steps for every member (see ``members`` above)
             trips = jnp.where((j < n_active) if members else active, n_sub, 0)
-            st2, ok2, k2, fail2, s2, m2 = lax.fori_loop(
-                0, trips, inner, (st, active, k, fail_at, it_sum, it_max))
+            st2, ok2, k2, fail2, cause2, s2, m2 = lax.fori_loop(
+                0, trips, inner, (st, active, k, fail_at, cause, it_sum, it_max))
             outs = node_outputs(system, scheme.observe(st2, h))
-            # a finite state whose node outputs are not (e.g. V = NaN where ∇V is finite) fails
-            # at the step that produced it
-            bad = active & ok2 & ~all_finite(outs)
-            fail2 = jnp.where(bad, k2 - 1, fail2)
-            ok2 = ok2 & ~bad
+            # (ok2 is False unless the node was active: the output check applies to those only)
+            st2, ok2, k2, fail2, cause2 = check_outputs((st2, ok2, k2, fail2, cause2), outs)
             # an inactive (padding) node leaves everything as it was
             ok_out = jnp.where(j < n_active, ok2, ok)
-            carry = (st2, ok_out, jnp.where(active, k2, k), fail2, jnp.where(active, s2, it_sum),
+            carry = (st2, ok_out, jnp.where(active, k2, k), fail2, cause2, jnp.where(active, s2, it_sum),
                      jnp.where(active, m2, it_max))
             return carry, pack(outs)
 
@@ -208,14 +232,14 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
             return carry, lax.dynamic_update_index_in_dim(buf, recs, b, 0)
 
         zero = jnp.array(0, jnp.int32)
-        carry0 = (state, jnp.array(True), zero, jnp.array(-1, jnp.int32), zero, zero)
+        carry0 = start_carry(state) + (zero, zero)
         # only the blocks that hold active nodes run (a short run in a large chunk costs its own
         # nodes, not the chunk's); the rest of the buffer stays zero and is not reported
         buf0 = jnp.zeros((n_blocks, block, width), dtype)
         active_blocks = jnp.minimum((n_active + block - 1) // block, n_blocks)
-        (state, ok, k, fail_at, it_sum, it_max), recs = lax.fori_loop(
+        (state, ok, k, fail_at, cause, it_sum, it_max), recs = lax.fori_loop(
             0, active_blocks, block_into, (carry0, buf0))
-        return state, recs.reshape(n_blocks * block, width), ok, fail_at, it_sum, it_max
+        return state, recs.reshape(n_blocks * block, width), ok, fail_at, cause, it_sum, it_max
     return run_chunk
 
 
@@ -225,8 +249,8 @@ def run_chunks(chunk, layout, state, hj, out0, n_saves, per_call, save_every, pr
     most ``per_call`` nodes (:func:`nodes_per_call`); ``layout`` unpacks the records it keeps.
 
     Returns (arrays, failure, it_total, it_max, wall, state): the node arrays (leading node axis,
-    after the member axis when ``batched``), None or (member, step) of the first failure (member 0
-    for a single run), Newton statistics, the wall time and the last internal state.
+    after the member axis when ``batched``), None or (member, step, cause) of the first failure
+    (member 0 for a single run; cause a key of :data:`dalembert.solvers.newton_mod.CAUSES`), Newton statistics, the wall time and the last internal state.
     ``members``: keep only the first ``members`` members of a batched run (the others pad the
     batch to a multiple of the device count).
     """
@@ -246,15 +270,16 @@ def run_chunks(chunk, layout, state, hj, out0, n_saves, per_call, save_every, pr
     try:
         while done < n_saves:
             n_active = min(per_call, n_saves - done)
-            state, outs, ok, fail_at, it_sum, it_mx = chunk(
+            state, outs, ok, fail_at, cause, it_sum, it_mx = chunk(
                 state, hj, jnp.array(n_active, jnp.int32), jnp.array(save_every, jnp.int32))
             outs = np.asarray(outs)
             ok, fail_at = np.atleast_1d(mine(ok)), np.atleast_1d(mine(fail_at))
+            cause = np.atleast_1d(mine(cause))
             it_total += int(np.sum(mine(it_sum)))
             it_max = max(it_max, int(np.max(mine(it_mx))))
             if not ok.all():
                 i = int(np.argmin(ok))
-                failure = (i, done * save_every + int(fail_at[i]))
+                failure = (i, done * save_every + int(fail_at[i]), int(cause[i]))
                 pieces.append(layout.unpack(first(outs, int(fail_at[i]) // save_every)))
                 break
             pieces.append(layout.unpack(first(outs, n_active)))

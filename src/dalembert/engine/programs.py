@@ -96,7 +96,7 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
     """(start, chunk, layout) compiled for a single run; kept with ``system``.
 
     ``start(state0, h) -> (internal state, node outputs)``;
-    ``chunk(state, h, n_active, save_every) -> (state, outputs, ok, fail_at, it_sum, it_max)``
+    ``chunk(state, h, n_active, save_every) -> (state, outputs, ok, fail_at, cause, it_sum, it_max)``
     (see :func:`dalembert.engine.loop.make_chunk`), with :data:`~dalembert.engine.loop.CHUNK_SAVES`
     nodes.
     """

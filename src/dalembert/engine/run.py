@@ -13,6 +13,7 @@ from jax import lax
 from .. import methods, monitors
 from .._version import __version__
 from ..errors import ConvergenceError, InputError
+from ..solvers import newton_module as newton_mod
 from ..trajectory import Trajectory
 from . import loop
 from ..systems.kind import kinds_of, resolve
@@ -63,6 +64,31 @@ def trajectory(t, arrays: dict, md) -> Trajectory:
     std = ("q", "v", "p", "lam", "energy", "constraint_residual")
     fields = {k: arrays.pop(k) for k in std if k in arrays}
     return Trajectory(t=t, metadata=md, extra=arrays, **fields)
+
+
+def failure_error(method, step, h, cause, traj, kept: str, where: str = "") -> ConvergenceError:
+    """The ConvergenceError of a failed step: which step and time, why (the cause code of
+    :data:`dalembert.solvers.newton_mod.CAUSES`) and what helps for that cause, what is kept."""
+    return ConvergenceError(
+        f"{method.name}: {where}step {step} (t = {step * h:.6g} → {(step + 1) * h:.6g}) failed: "
+        f"{newton_mod.describe(cause)}. {kept}", step=step, time=step * h, trajectory=traj, cause=cause)
+
+
+def chart_metadata(arrays: dict, h: float) -> dict:
+    """For a run through an atlas of charts (node arrays ``chart_switches`` and
+    ``last_chart_switch``): the number of chart switches and their times. A time is exact
+    (h × the step after which the switch happened) when at most one switch falls between two
+    saved nodes; ``chart_switch_times_complete`` says whether that held for all."""
+    if "chart_switches" not in arrays or "last_chart_switch" not in arrays:
+        return {}
+    count = np.asarray(arrays["chart_switches"]).astype(np.int64)
+    last = np.asarray(arrays["last_chart_switch"]).astype(np.int64)
+    if count.ndim != 1:                               # an ensemble: counts per member only
+        return {"chart_switches": count[..., -1].tolist()}
+    jumps = np.flatnonzero(np.diff(count) > 0) + 1
+    return {"chart_switches": int(count[-1]),
+            "chart_switch_times": [float(h * (last[i] + 1)) for i in jumps],
+            "chart_switch_times_complete": bool(np.all(np.diff(count) <= 1))}
 
 
 def run_metadata(system, method, h, n_steps, save_every, options, **extra) -> dict:
@@ -165,6 +191,7 @@ def _integrate_compiled(system, method, x0s, h, n_steps, save_every, progress, c
     per_call = loop.nodes_per_call(loop.CHUNK_SAVES, save_every, chunk_steps)
     arrays, failure, it_total, it_max, wall, _ = loop.run_chunks(
         chunk, layout, state, hj, out0, n_saves, per_call, save_every, progress, md, batched=False)
+    cause = None if failure is None else failure[2]
     failure = None if failure is None else failure[1]
     n_nodes = next(iter(arrays.values())).shape[0]
     steps_done = failure if failure is not None else n_steps
@@ -175,14 +202,12 @@ def _integrate_compiled(system, method, x0s, h, n_steps, save_every, progress, c
                    "mean_iterations": it_total / max(steps_done, 1)},
         "node_velocity": method.traits.node_velocity,
     })
-    traj = trajectory(h * save_every * np.arange(n_nodes), arrays, md)
+    t = h * save_every * np.arange(n_nodes)
+    md.update(chart_metadata(arrays, h))
+    traj = trajectory(t, arrays, md)
     if failure is not None:
-        kind = ("did not converge (Newton)" if method.traits.implicit
-                else "produced non-finite values")
-        raise ConvergenceError(
-            f"{method.name}: step {failure} (t = {failure * h:.6g} → {(failure + 1) * h:.6g}) "
-            f"{kind} or gave a non-finite state; {n_nodes} nodes up to t = {traj.t[-1]:.6g} are "
-            f"kept in .trajectory (try a smaller h)", step=failure, time=failure * h, trajectory=traj)
+        raise failure_error(method, failure, h, cause, traj,
+                            f"{n_nodes} nodes up to t = {traj.t[-1]:.6g} are kept in .trajectory")
     monitors.post_run_checks(traj, method)
     return traj
 
@@ -219,7 +244,8 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     -------
     dict with the node arrays (leading axis ``n_steps // save_every + 1``: q, v, energy,
     constraint_residual, ... as :func:`integrate` reports them), ``t`` (same leading axis),
-    ``ok`` (bool scalar: every step succeeded) and ``failed_step`` (int32; −1 if none).
+    ``ok`` (bool scalar: every step succeeded), ``failed_step`` (int32; −1 if none) and
+    ``failure_cause`` (int32: why, a key of :data:`dalembert.solvers.newton_mod.CAUSES`; 0 if none).
 
     Gradients: the loop is a ``lax.scan`` over arrays only (no host callbacks), so reverse mode
     works for the explicit steps (e.g. ``nh-rattle`` with a constant mass matrix); the implicit
@@ -244,17 +270,13 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     def node(carry, _):
         carry = lax.fori_loop(0, save_every, lambda _, c: step(c, h), carry)
         outs = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
-        # a finite state whose node outputs are not (V = NaN where ∇V is finite) fails at the
-        # step that produced it, as in integrate
-        st, ok, k, fail_at = carry
-        bad = ok & ~loop.all_finite(outs)
-        return (st, ok & ~bad, k, jnp.where(bad, k - 1, fail_at)), outs
+        return loop.check_outputs(carry, outs), outs      # as in integrate
 
-    carry0 = (state, jnp.array(True), jnp.array(0, jnp.int32), jnp.array(-1, jnp.int32))
-    (state, ok, _, failed), nodes = lax.scan(node, carry0, None, length=n_steps // save_every)
+    (state, ok, _, failed, cause), nodes = lax.scan(node, loop.start_carry(state), None,
+                                                    length=n_steps // save_every)
     out = jax.tree_util.tree_map(lambda a, b_: jnp.concatenate([a[None], b_]), first, nodes)
     out["t"] = h * save_every * jnp.arange(n_steps // save_every + 1)
-    out["ok"], out["failed_step"] = ok, failed
+    out["ok"], out["failed_step"], out["failure_cause"] = ok, failed, cause
     return out
 
 
@@ -265,11 +287,11 @@ def final_state(system, method, state0, h, n_steps, **options) -> dict:
     ``failed_step``."""
     b, state0, h = _bind_traced(system, method, state0, h, options)
     step = loop.guarded_step(b.scheme)
-    carry = (b.scheme.init(*b.convert(*state0), h), jnp.array(True), jnp.array(0, jnp.int32),
-             jnp.array(-1, jnp.int32))
-    state, ok, _, failed = lax.fori_loop(0, n_steps, lambda _, c: step(c, h), carry)
-    out = loop.node_outputs(b.system, b.scheme.observe(state, h))
-    out["ok"], out["failed_step"] = ok, failed
+    carry = loop.start_carry(b.scheme.init(*b.convert(*state0), h))
+    carry = lax.fori_loop(0, n_steps, lambda _, c: step(c, h), carry)
+    out = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
+    state, ok, _, failed, cause = loop.check_outputs(carry, out)
+    out["ok"], out["failed_step"], out["failure_cause"] = ok, failed, cause
     return out
 
 
@@ -288,10 +310,8 @@ def raise_if_failed(out, method, h, what: str = "run"):
     """ConvergenceError naming the first failed step of a :func:`solve`/:func:`final_state` result
     (for callers outside a trace)."""
     if not bool(out["ok"]):
-        k = int(out["failed_step"])
-        raise ConvergenceError(f"{methods.get(method).name}: step {k} (t = {k * float(h):.6g}) of the "
-                               f"{what} did not converge (Newton) or gave a non-finite state",
-                               step=k, time=k * float(h), trajectory=None)
+        raise failure_error(methods.get(method), int(out["failed_step"]), float(h),
+                            int(out.get("failure_cause", newton_mod.FAILED)), None, "", where=f"{what}, ")
     return out
 
 

@@ -25,10 +25,18 @@ from ..errors import UnknownNameError
 
 
 class StepInfo(NamedTuple):
-    """Per-step solver statistics: converged (bool), iterations (int; 0 for explicit steps)."""
+    """Per-step solver statistics: converged (bool), iterations (int; 0 for explicit steps) and
+    cause (int32: why a step failed, a key of :data:`dalembert.solvers.newton.CAUSES`; None when
+    the method does not say)."""
 
     converged: Any
     iterations: Any
+    cause: Any = None
+
+    @classmethod
+    def of(cls, res) -> "StepInfo":
+        """The StepInfo of a step that is one Newton solve (a NewtonResult)."""
+        return cls(res.converged, res.iterations, res.cause)
 
 
 def explicit_info():

@@ -33,7 +33,9 @@ import jax.numpy as jnp
 from .. import linalg
 from ..errors import InputError
 from ..solvers.newton import MAX_ITER, RTOL, newton
-from ..systems.almost_poisson import DEGENERACY_TOL, householder_qr, reduced_form
+from ..solvers import newton_module as newton_mod
+from ..systems.almost_poisson import DEGENERACY_TOL
+from ..systems.reduction import HouseholderFrame, reduced_form
 from .base import Method, MomentumState, Scheme, StepInfo, Traits, momentum_init, momentum_observe
 from .discrete_gradients import gonzalez
 
@@ -75,7 +77,7 @@ class GonzalezF(Method):
             g0 = jax.grad(H)(z)
             u0 = jnp.concatenate([state.q + h * g0[n:], state.p - h * g0[:n], jnp.zeros(r)])
             res = newton(F, u0, jacobian=jax.jacrev(F), rtol=rtol, max_iter=max_iter, simplified=True)
-            return MomentumState(res.x[:n], res.x[n:2 * n]), StepInfo(res.converged, res.iterations)
+            return MomentumState(res.x[:n], res.x[n:2 * n]), StepInfo.of(res)
 
         return Scheme(momentum_init(system), step, momentum_observe(system.factor_metric))
 
@@ -108,20 +110,23 @@ class GonzalezR(Method):
             raise InputError(f"basis_derivative must be 'autodiff' or 'fd'; got {basis_derivative!r}")
         n = jnp.asarray(q0).shape[0]
 
+        frame = HouseholderFrame(system.constraint_matrix)
+
         def step(state, h):
             q, p = state
-            signs = householder_qr(system.constraint_matrix(q).T)[2]     # standard signs at q_k
+            signs = frame.anchor_at(q)                                    # standard signs at q_k
             if basis_derivative == "fd":
-                frame = reduced_form(system, n, signs).basis
                 eye = jnp.eye(n)
 
                 def dbasis(x):
-                    cols = [(frame(x + h * eye[i]) - frame(x - h * eye[i])) / (2.0 * h) for i in range(n)]
+                    cols = [(frame.basis(x + h * eye[i], signs) - frame.basis(x - h * eye[i], signs))
+                            / (2.0 * h) for i in range(n)]
                     return jnp.stack(cols, axis=-1)
-                f = reduced_form(system, n, signs, dbasis=dbasis)
+                f = reduced_form(system, n, frame, signs,
+                                 bracket=lambda y, X, p_: frame.bracket(y, signs, X, p_, dbasis))
                 dg = gonzalez(f.hamiltonian, grad=_grad_18(system, f, n, dbasis))
             else:
-                f = reduced_form(system, n, signs)
+                f = reduced_form(system, n, frame, signs)
                 dg = gonzalez(f.hamiltonian)
             x = jnp.concatenate([q, linalg.vm(p, f.basis(q))])             # (16b)
 
@@ -131,9 +136,10 @@ class GonzalezR(Method):
             y0 = x + h * linalg.mv(f.poisson_matrix(x), jax.grad(f.hamiltonian)(x))
             res = newton(F, y0, jacobian=jax.jacrev(F), rtol=rtol, max_iter=max_iter, simplified=True)
             q1, v1 = f.lift(res.x)
-            ok = (res.converged & (f.frame(0.5 * (q + q1))[1] > DEGENERACY_TOL)
-                  & (f.frame(q1)[1] > DEGENERACY_TOL))
-            return MomentumState(q1, system.momentum(q1, v1)), StepInfo(ok, res.iterations)  # (16a)
+            chart_ok = (f.conditioning(0.5 * (q + q1)) > DEGENERACY_TOL) & (f.conditioning(q1) > DEGENERACY_TOL)
+            cause = jnp.where(res.converged & ~chart_ok, newton_mod.CHART, res.cause)
+            return (MomentumState(q1, system.momentum(q1, v1)),                        # (16a)
+                    StepInfo(res.converged & chart_ok, res.iterations, cause))
 
         return Scheme(momentum_init(system), step, momentum_observe(system.factor_metric))
 

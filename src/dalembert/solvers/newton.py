@@ -13,8 +13,12 @@ step with an O(h^p) predictor it trades one or two extra (cheap) iterations for 
 Jacobian and factorisation, which dominate the cost for a dozen or more unknowns.
 
 Convergence test (DESIGN.md, "Numerical conventions"): ``‖Δx‖∞ ≤ rtol · (1 + ‖x‖∞)`` with
-``rtol = 1e-14`` by default, within ``max_iter`` iterations; a non-finite iterate stops the
-iteration as a failure.
+``rtol = 1e-14`` by default, within ``max_iter`` iterations, or — for a residual that reports the
+size S of its terms (``has_scale``) — ``‖Δx‖∞ ≤ ROUNDOFF · ε · S``: below that the update is
+round-off of the residual's own terms, which no iteration reduces (a system whose state is of
+size 50 and whose terms h Π ∇H are 10³ cannot reach 1e-14 relative to its state). A solve that
+stops without converging reports why (:data:`CAUSES`): a non-finite iterate, divergence, a
+tolerance that is not reachable (the updates stalled close to it), or too few iterations.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from .. import linalg
@@ -30,17 +35,46 @@ from .. import linalg
 RTOL = 1e-14
 #: Default maximum number of Newton iterations per solve.
 MAX_ITER = 40
+#: The round-off floor of the update: ROUNDOFF · ε · (size of the residual's terms).
+ROUNDOFF = 32.0
+_EPS = float(np.finfo(np.float64).eps)
+
+#: Why a step failed (``NewtonResult.cause``, ``StepInfo.cause``): code -> (what, what helps).
+CONVERGED, NOT_REACHABLE, DIVERGED, NON_FINITE, CHART, MAX_ITERATIONS, FAILED = range(7)
+CAUSES = {
+    CONVERGED: ("converged", ""),
+    NOT_REACHABLE: ("the Newton tolerance is not reachable (the updates stalled just above it, at "
+                    "the round-off of the step's equations)", "pass a larger rtol (e.g. rtol=1e-12)"),
+    DIVERGED: ("the Newton iteration diverged", "try a smaller h"),
+    NON_FINITE: ("a non-finite value appeared (in the Newton iterates or the new state)",
+                 "check the system's functions near this state, or try a smaller h"),
+    CHART: ("the chart of the reduced coordinates degenerated within the step",
+            "try a smaller h (the atlas switches charts between steps)"),
+    MAX_ITERATIONS: ("the Newton iteration did not converge within max_iter iterations "
+                     "(still contracting)", "pass a larger max_iter, or try a smaller h"),
+    FAILED: ("the step's solver did not converge", "try a smaller h"),
+}
+
+
+def describe(cause: int) -> str:
+    """'what happened; what helps' for a cause code (:data:`CAUSES`)."""
+    what, helps = CAUSES.get(int(cause), CAUSES[FAILED])
+    return f"{what}; {helps}" if helps else what
+#: An update this small relative to the state counts as stalling near the tolerance.
+STALL = 1e-8
 
 
 class NewtonResult(NamedTuple):
     """Outcome of :func:`newton`.
 
-    x : (d,) the last iterate;  converged : bool scalar;  iterations : int scalar.
+    x : (d,) the last iterate;  converged : bool scalar;  iterations : int scalar;
+    cause : int32 scalar, a key of :data:`CAUSES` (CONVERGED when converged).
     """
 
     x: jnp.ndarray
     converged: jnp.ndarray
     iterations: jnp.ndarray
+    cause: jnp.ndarray = None
 
 
 def newton(
@@ -51,49 +85,65 @@ def newton(
     rtol: float = RTOL,
     max_iter: int = MAX_ITER,
     simplified: bool = False,
+    has_scale: bool = False,
 ) -> NewtonResult:
     """Solve F(x) = 0 by Newton's method.
 
     Parameters
     ----------
-    F : callable (d,) -> (d,), traceable.
+    F : callable (d,) -> (d,), traceable; with ``has_scale``, (d,) -> ((d,), scalar S), S the
+        size of the residual's terms (e.g. max(‖y‖, ‖x‖, h |Π| |∇H|) for y − x − hΠ∇H).
     x0 : (d,) initial guess.
-    jacobian : optional callable (d,) -> (d, d); default ``jax.jacfwd(F)``.
+    jacobian : optional callable (d,) -> (d, d) of the residual; default ``jax.jacfwd``.
     rtol : tolerance of the test ``‖Δx‖∞ ≤ rtol (1 + ‖x‖∞)``.
     max_iter : iteration limit.
     simplified : reuse the Jacobian at x0 (factored once, :func:`~dalembert.linalg.chord_factor`;
         under ``jax.vmap`` the members' matrices are eliminated with each update instead) in
         every iteration (see module doc).
+    has_scale : F also returns S; the test accepts ``‖Δx‖∞ ≤ ROUNDOFF · ε · S`` too.
 
     Returns
     -------
-    NewtonResult(x, converged, iterations).
+    NewtonResult(x, converged, iterations, cause).
     """
-    J = jacobian if jacobian is not None else jax.jacfwd(F)
+    Fs = F if has_scale else (lambda x: (F(x), jnp.zeros(())))
+    residual = (lambda x: Fs(x)[0]) if has_scale else F
+    J = jacobian if jacobian is not None else jax.jacfwd(residual)
 
     if simplified:
         factor = linalg.chord_factor(J(x0))
 
         def update(x):
-            return linalg.chord_solve(factor, F(x))
+            r, S = Fs(x)
+            return linalg.chord_solve(factor, r), S
     else:
         def update(x):
-            return linalg.solve(J(x), F(x))
+            r, S = Fs(x)
+            return linalg.solve(J(x), r), S
 
     def body(carry):
-        x, _, it, _ = carry
-        dx = update(x)
+        x, _, it, _, err0, err_min, _ = carry
+        dx, S = update(x)
         x_new = x - dx
         size = jnp.max(jnp.abs(x_new))
         err = jnp.max(jnp.abs(dx))
         finite = jnp.isfinite(err) & jnp.isfinite(size)
-        done = (err <= rtol * (1.0 + size)) | ~finite
-        return x_new, finite, it + 1, done
+        err0 = jnp.where(it == 0, err, err0)
+        tol = jnp.maximum(rtol * (1.0 + size), ROUNDOFF * _EPS * S)
+        diverging = (it >= 2) & (err > 1e4 * err0)
+        done = (err <= tol) | ~finite | diverging
+        return x_new, finite, it + 1, done, err0, jnp.minimum(err_min, err / (1.0 + size)), err <= tol
 
     def cond(carry):
-        _, _, it, done = carry
-        return (~done) & (it < max_iter)
+        return (~carry[3]) & (carry[2] < max_iter)
 
-    init = (x0, jnp.array(True), jnp.array(0, jnp.int32), jnp.array(False))
-    x, finite, it, done = lax.while_loop(cond, body, init)
-    return NewtonResult(x, done & finite, it)
+    inf = jnp.array(jnp.inf)
+    init = (x0, jnp.array(True), jnp.array(0, jnp.int32), jnp.array(False), inf, inf, jnp.array(False))
+    x, finite, it, _, err0, err_min, conv = lax.while_loop(cond, body, init)
+    conv = conv & finite
+    cause = jnp.where(conv, CONVERGED,
+                      jnp.where(~finite, NON_FINITE,
+                                jnp.where(err_min <= STALL, NOT_REACHABLE,
+                                          jnp.where(err_min * 10.0 >= err0 / (1.0 + jnp.max(jnp.abs(x))),
+                                                    DIVERGED, MAX_ITERATIONS))))
+    return NewtonResult(x, conv, it, cause.astype(jnp.int32))

@@ -1,7 +1,8 @@
 """Continuous models: the system kinds that methods discretise (:mod:`dalembert.systems.kind`)."""
 from .kind import NoReferenceError, SystemKind, register_view, views
 from .nonholonomic import NonholonomicSystem
-from .almost_poisson import AlmostPoissonSystem, almost_poisson
+from .almost_poisson import AlmostPoissonSystem
+from .reduction import almost_poisson
 from .euler_poincare_suslov import EulerPoincareSuslovSystem, LeftInvariantSystem
 from .lie_nonholonomic import LieNonholonomicSystem
 from .reduced import ReducedSystem

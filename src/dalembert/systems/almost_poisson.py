@@ -1,22 +1,14 @@
-"""Almost-Poisson systems ẋ = Π(x) ∇H(x), and the reduction of a nonholonomic system to one.
+"""Almost-Poisson systems ẋ = Π(x) ∇H(x).
 
 Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego, "Energy-preserving integrators
-applied to nonholonomic systems" (2019), §2.2 and §3.3, restated in
-the restatement §2.3–§2.5 (equations (8), (9), (16)–(18)).
+applied to nonholonomic systems" (2019), §2.2, equations (8)–(9).
 
-* :class:`AlmostPoissonSystem` — a skew matrix field Π(x) (N × N) and a Hamiltonian H(x) on R^N.
-  H is a first integral because Π is skew: Ḣ = ∇Hᵀ Π ∇H = 0. ∇H comes from JAX autodiff.
-* :func:`almost_poisson` — the automatic reduction of a :class:`NonholonomicSystem`
-  (G, V, μ) with linear constraints μ(q) v = 0 to adapted coordinates ζ = (q, ρ) ∈ R^{n+m}:
-  a smooth basis X(q) (n × m) of D_q = ker μ(q) from a Householder QR of μ(q)ᵀ with signs frozen
-  at an anchor configuration (spec §4.4, Algorithm 1; its derivative by autodiff, so the sign
-  erratum 6 does not arise), g_D = Xᵀ G X, ρ = Xᵀ G v (16b), v = X g_D⁻¹ ρ (16a),
-  𝓗(q, ρ) = ½ ρᵀ g_D⁻¹ ρ + V(q) (its gradient (18) by autodiff) and
-  Π = [[0, X], [−Xᵀ, B]] with B_ab = ((DX_a) X_b − (DX_b) X_a)ᵀ p, p = G v (17).
+:class:`AlmostPoissonSystem` — a skew matrix field Π(x) (N × N) and a Hamiltonian H(x) on R^N.
+H is a first integral because Π is skew: Ḣ = ∇Hᵀ Π ∇H = 0. ∇H comes from JAX autodiff. The
+automatic reduction of a nonholonomic system to this form, on an atlas of charts, is
+:mod:`dalembert.systems.reduction` (``dl.almost_poisson``).
 """
 from __future__ import annotations
-
-from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -27,10 +19,10 @@ from ..errors import ConstraintViolationError, InputError, SystemError_
 from .kind import SystemKind
 from .nonholonomic import _as_vector
 
-#: A Householder step whose conditioning (ν + s R_kk)/ν (1 to 2 with the standard signs, 0 where
-#: the frozen-sign reflection breaks down) falls below this value counts as degenerate: the basis
-#: and its derivatives vary ever faster there and the chart (q, ρ) ends. The window it flags is
-#: wide (for the sleigh about ±0.3 rad of heading) so that no step can jump over it.
+#: A chart whose conditioning measure (1 at its anchor, 0 where its basis of the constraint
+#: distribution degenerates; see :mod:`dalembert.systems.reduction`) falls below this value at a
+#: step's midpoint or end makes the step fail: the basis and its derivatives vary ever faster
+#: there. The reductions switch charts long before (at 0.5), so that no step reaches it.
 DEGENERACY_TOL = 0.05
 #: Π(x0) counts as skew when max |Π + Πᵀ| ≤ SKEW_RTOL · max(1, max |Π|).
 SKEW_RTOL = 1e-12
@@ -71,6 +63,8 @@ class AlmostPoissonSystem(SystemKind):
     state_names = ("x0",)
     kind = "almost-poisson"
     path_array = "x"
+    #: True for a reduced system on an atlas of charts (:mod:`dalembert.systems.reduction`).
+    atlas = False
 
     def __init__(self, poisson_matrix, hamiltonian, name: str = "almost-poisson", *,
                  constraint=None, lift=None, reduce=None, nonholonomic=None, degeneracy=None,
@@ -208,222 +202,3 @@ class AlmostPoissonSystem(SystemKind):
         constraint_residual (k,) (zero-length without a constraint)."""
         x = obs["x"]
         return {"energy": self.hamiltonian(x), "constraint_residual": self.constraint_residual(x)}
-
-
-# ---------------------------------------------------------------------------------------------
-# a smooth basis of ker μ(q): Householder QR of μ(q)ᵀ with frozen signs
-# ---------------------------------------------------------------------------------------------
-
-def householder_qr(A, signs=None):
-    """Householder QR of A (n × r, r ≤ n) with a given sign vector: A = Q R.
-
-    Parameters
-    ----------
-    A : (n, r) array (for a basis of ker μ: A = μ(q)ᵀ, r = number of constraints).
-    signs : (r,) array of ±1, or None for the standard choice s_k = sign(R_kk) (+1 at 0).
-        Frozen signs make Q a smooth function of A (spec §4.4, erratum 6); the derivative of Q
-        is then available by autodiff (``jax.jacfwd``).
-
-    Returns
-    -------
-    (Q (n, n) orthogonal, R (n, r) upper triangular, signs (r,), conditioning) where
-    conditioning = min_k (ν_k + s_k R_kk)/ν_k ∈ [0, 2] (≥ 1 with the standard signs; 0 where
-    the reflection with these signs degenerates).
-
-    Source: Celledoni et al. 2019, Algorithm 1 (spec §4.4, 0-based restatement).
-    """
-    n, r = A.shape
-    Q = jnp.eye(n, dtype=jnp.float64)
-    R = A
-    used, cond = [], jnp.asarray(2.0)
-    for kk in range(r):
-        x = R[kk:, kk]
-        nu = jnp.sqrt(jnp.sum(x * x))
-        s = (jnp.where(R[kk, kk] >= 0, 1.0, -1.0) if signs is None else jnp.asarray(signs[kk], jnp.float64))
-        used.append(s)
-        head = R[kk, kk] + s * nu
-        wt = jnp.concatenate([jnp.zeros(kk), head[None], R[kk + 1:, kk]])
-        om = jnp.sqrt(jnp.sum(wt * wt))
-        w = wt / om
-        R = R - 2.0 * w[:, None] * linalg.vm(w, R)[None, :]
-        Q = Q - 2.0 * linalg.mv(Q, w)[:, None] * w[None, :]
-        cond = jnp.minimum(cond, head * s / nu)
-    return Q, R, jnp.stack(used) if used else jnp.zeros((0,)), cond
-
-
-def null_space_basis(constraint_matrix: Callable, signs) -> Callable:
-    """q -> (X (n, m), conditioning): the last m = n − r columns of the Householder Q of μ(q)ᵀ.
-
-    X is Euclidean-orthonormal with μ(q) X = 0, smooth in q while the conditioning stays away
-    from 0 (signs frozen; see :func:`householder_qr`).
-    """
-    def basis(q):
-        mu = constraint_matrix(q)
-        Q, _, _, cond = householder_qr(mu.T, signs)
-        return Q[:, mu.shape[0]:], cond
-    return basis
-
-
-# ---------------------------------------------------------------------------------------------
-# the automatic reduction
-# ---------------------------------------------------------------------------------------------
-
-class ReducedForm(NamedTuple):
-    """The functions of the reduction for one sign vector (see :func:`reduced_form`)."""
-
-    frame: Callable           # q -> (X (n, m), conditioning)
-    basis: Callable           # q -> X (n, m)
-    reduced_metric: Callable  # q -> g_D = Xᵀ G X (m, m)
-    velocity: Callable        # (q, ρ) -> v = X g_D⁻¹ ρ (n,)          (16a)
-    lift: Callable            # ζ -> (q, v)
-    reduce: Callable          # (q, v) -> ζ = (q, Xᵀ G v)               (16b)
-    hamiltonian: Callable     # ζ -> ½ ρᵀ g_D⁻¹ ρ + V(q)
-    poisson_matrix: Callable  # ζ -> Π(ζ) (n+m, n+m)                    (8), (17)
-    constraint: Callable      # ζ -> μ(q) v(ζ) (r,)
-
-
-def reduced_form(system, n: int, signs, dbasis: Callable | None = None) -> ReducedForm:
-    """The reduction of ``system`` to ζ = (q, ρ) with the Householder basis of the given signs.
-
-    ``signs`` may be Python numbers or traced arrays (a method that picks the signs at the
-    start of each step, like GONZALEZ-R, passes them traced). ``dbasis(q) -> (n, m, n)``
-    replaces the autodiff derivative ∂X^j_a/∂q^i in B (17) (e.g. a finite difference, Remark 3.5).
-    Source: spec §2.5, (16)–(18).
-    """
-    frame = null_space_basis(system.constraint_matrix, signs)
-
-    def basis(q):
-        return frame(q)[0]
-
-    def reduced_metric(q):
-        X = basis(q)
-        return linalg.mm(X.T, linalg.mm(system.mass_matrix(q), X))
-
-    def velocity(q, rho):
-        X = basis(q)
-        gD = linalg.mm(X.T, linalg.mm(system.mass_matrix(q), X))
-        return linalg.mv(X, linalg.solve_spd(gD, rho))
-
-    def lift(x):
-        q, rho = x[:n], x[n:]
-        return q, velocity(q, rho)
-
-    def reduce(q, v):
-        return jnp.concatenate([q, linalg.vm(system.momentum(q, v), basis(q))])
-
-    def hamiltonian(x):
-        q, rho = x[:n], x[n:]
-        gD = reduced_metric(q)
-        return 0.5 * jnp.sum(rho * linalg.solve_spd(gD, rho)) + system.potential(q)
-
-    def poisson_matrix(x):
-        q, rho = x[:n], x[n:]
-        X = basis(q)
-        DX = jax.jacfwd(basis)(q) if dbasis is None else dbasis(q)   # (n, m, n): ∂X^j_a/∂q^i
-        p = system.momentum(q, velocity(q, rho))        # (16a)
-        M = jnp.sum(DX[:, :, None, :] * X.T[None, None, :, :], axis=-1)   # M[j,a,b] = ((DX_a) X_b)^j
-        Mp = jnp.sum(M * p[:, None, None], axis=0)      # (m, m)
-        B = Mp - Mp.T                                   # (17)
-        top = jnp.concatenate([jnp.zeros((n, n)), X], axis=1)
-        bottom = jnp.concatenate([-X.T, B], axis=1)
-        return jnp.concatenate([top, bottom], axis=0)
-
-    def constraint(x):
-        q, v = lift(x)
-        return system.constraint_residual(q, v)
-
-    return ReducedForm(frame, basis, reduced_metric, velocity, lift, reduce, hamiltonian,
-                       poisson_matrix, constraint)
-
-
-def almost_poisson(system, q0, *, signs=None, name: str | None = None) -> AlmostPoissonSystem:
-    """The almost-Poisson form of a nonholonomic system in adapted coordinates ζ = (q, ρ).
-
-    Parameters
-    ----------
-    system : NonholonomicSystem with linear constraints μ(q) v = 0 (n coordinates, r constraints).
-    q0 : (n,) a configuration: fixes the dimensions and anchors the basis (the Householder
-        signs are the standard ones at q0, frozen everywhere, so X(q) is one smooth field).
-    signs : (r,) optional ±1 signs to use instead.
-    name : default ``system.name + "/almost-poisson"``.
-
-    Returns
-    -------
-    AlmostPoissonSystem on R^{n+m} (m = n − r) with ζ = (q, ρ), ρ = Xᵀ G v ∈ R^m, and
-    ``lift(ζ) -> (q, v)`` (16a), ``reduce(q, v) -> ζ`` (16b), ``constraint(ζ) = μ(q) v(ζ)``,
-    ``degeneracy(ζ)`` (the Householder conditioning at q), ``n_config = n`` and extra attributes
-    ``basis(q) -> X (n, m)``, ``reduced_metric(q) -> g_D (m, m)``, ``nonholonomic = system``.
-
-    Raises
-    ------
-    InputError for affine constraints (not covered by the paper's reduction), or for a
-    degenerate basis at q0. Along a path, a degenerate basis (conditioning below
-    :data:`DEGENERACY_TOL`; e.g. the Chaplygin sleigh anchored at heading θ0 = 0.1, whose
-    frozen-sign reflection breaks down near θ = 3π/2) makes the discrete-gradient steps report failure, so that ``dl.integrate``
-    stops with an error naming the step and time.
-
-    Source: Celledoni et al. 2019 §2.2, §3.3, (8), (16)–(18) (spec §2.3–§2.5).
-    """
-    if system.is_affine:
-        raise InputError("almost_poisson: affine constraints μ(q) v = ν(q) are not supported "
-                         "(the reduction of Celledoni et al. 2019 assumes linear constraints)")
-    q0 = _as_vector(q0, "q0")
-    n = q0.size
-    mu0 = np.asarray(system.constraint_matrix(jnp.asarray(q0)))
-    r = mu0.shape[0]
-    if signs is None:
-        _, _, s0, c0 = householder_qr(jnp.asarray(mu0.T))
-        signs = np.asarray(s0)
-    else:
-        signs = np.asarray(signs, np.float64).reshape(-1)
-        if signs.shape != (r,) or not np.all(np.abs(signs) == 1):
-            raise InputError(f"signs must be {r} values ±1; got {signs}")
-    signs = tuple(float(s) for s in signs)
-    f = reduced_form(system, n, signs)
-    c0 = float(f.frame(jnp.asarray(q0))[1])
-    if not c0 > DEGENERACY_TOL:
-        raise InputError(f"almost_poisson: the basis of ker μ is degenerate at q0 = {q0} "
-                         f"(conditioning {c0:.3e}); choose other signs")
-    basis, reduced_metric = f.basis, f.reduced_metric
-    poisson_matrix, hamiltonian, lift, reduce, constraint = (
-        f.poisson_matrix, f.hamiltonian, f.lift, f.reduce, f.constraint)
-    basis_c = f.frame
-
-    ap = AlmostPoissonSystem(poisson_matrix, hamiltonian, name or f"{system.name}/almost-poisson",
-                             constraint=constraint, lift=lift, reduce=reduce, nonholonomic=system,
-                             degeneracy=lambda x: basis_c(x[:n])[1], n_config=n)
-    ap.basis = basis
-    ap.reduced_metric = reduced_metric
-    ap.signs = signs
-    return ap
-
-
-# ---------------------------------------------------------------------------------------------
-# the registered view: a NonholonomicSystem as an AlmostPoissonSystem
-# ---------------------------------------------------------------------------------------------
-
-def _anchor_signs(system, q0) -> tuple:
-    """The standard Householder signs of μ(q0)ᵀ: what the reduction anchored at q0 depends on."""
-    mu0 = jnp.asarray(system.constraint_matrix(jnp.asarray(q0, jnp.float64)))
-    return tuple(float(s) for s in np.asarray(householder_qr(mu0.T)[2]))
-
-
-def _view_system(system, q0, v0=None):
-    """The almost-Poisson form of ``system`` anchored at q0: one object per sign pattern of the
-    anchor (kept with the system), so that runs from every q0 with the same signs share it and
-    its compiled programs."""
-    from .._cache import cached
-    signs = _anchor_signs(system, q0)
-    return cached(system, ("almost-poisson view", np.shape(q0), signs),
-                  lambda: almost_poisson(system, q0, signs=signs))
-
-
-def _view_state(ap, q0, v0):
-    return (ap.reduce(jnp.asarray(q0), jnp.asarray(v0)),)
-
-
-from .kind import register_view  # noqa: E402
-
-register_view("nonholonomic", "almost-poisson", _view_system, _view_state,
-              "the automatic reduction dl.almost_poisson (Celledoni et al. 2019 §3.3, (16)–(18)), "
-              "anchored at the initial configuration")
