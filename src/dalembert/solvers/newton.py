@@ -13,10 +13,14 @@ step with an O(h^p) predictor it trades one or two extra (cheap) iterations for 
 Jacobian and factorisation, which dominate the cost for a dozen or more unknowns.
 
 Convergence test (DESIGN.md, "Numerical conventions"): ``‖Δx‖∞ ≤ rtol · (1 + ‖x‖∞)`` with
-``rtol = 1e-14`` by default, within ``max_iter`` iterations, or — for a residual that reports the
-size S of its terms (``has_scale``) — ``‖Δx‖∞ ≤ ROUNDOFF · ε · S``: below that the update is
-round-off of the residual's own terms, which no iteration reduces (a system whose state is of
-size 50 and whose terms h Π ∇H are 10³ cannot reach 1e-14 relative to its state). A solve that
+``rtol = 1e-14`` by default, within ``max_iter`` iterations. For a residual that reports the
+sizes S_i of its components' terms (``has_scale``) the test is componentwise,
+``|Δx_i| ≤ max(rtol (1 + |x_i|), ROUNDOFF · ε · S_i)``: each unknown to its own size (a heading
+of 140 rad does not loosen the test of a momentum of size 1), and no tighter than the round-off
+of the residual's own terms, which no iteration reduces (a state of size 50 whose terms h Π ∇H
+are 10³ cannot reach 1e-14 relative to itself). The round-off of a large component reaches the
+others through the Jacobian's inverse, so once the updates stop contracting (one at least half
+the previous) ``‖Δx‖∞ ≤ ROUNDOFF · ε · max_i S_i`` is accepted too. A solve that
 stops without converging reports why (:data:`CAUSES`): a non-finite iterate, divergence, a
 tolerance that is not reachable (the updates stalled close to it), or too few iterations.
 """
@@ -91,8 +95,9 @@ def newton(
 
     Parameters
     ----------
-    F : callable (d,) -> (d,), traceable; with ``has_scale``, (d,) -> ((d,), scalar S), S the
-        size of the residual's terms (e.g. max(‖y‖, ‖x‖, h |Π| |∇H|) for y − x − hΠ∇H).
+    F : callable (d,) -> (d,), traceable; with ``has_scale``, (d,) -> ((d,), S (d,)), S_i the
+        size of the terms of the residual's component i (e.g. max(|y_i|, |x_i|, h (|Π| |∇H|)_i)
+        for y − x − hΠ∇H).
     x0 : (d,) initial guess.
     jacobian : optional callable (d,) -> (d, d) of the residual; default ``jax.jacfwd``.
     rtol : tolerance of the test ``‖Δx‖∞ ≤ rtol (1 + ‖x‖∞)``.
@@ -100,7 +105,8 @@ def newton(
     simplified : reuse the Jacobian at x0 (factored once, :func:`~dalembert.linalg.chord_factor`;
         under ``jax.vmap`` the members' matrices are eliminated with each update instead) in
         every iteration (see module doc).
-    has_scale : F also returns S; the test accepts ``‖Δx‖∞ ≤ ROUNDOFF · ε · S`` too.
+    has_scale : F also returns S; the test is then componentwise, each unknown to its own
+        tolerance or round-off floor: ``|Δx_i| ≤ max(rtol (1 + |x_i|), ROUNDOFF · ε · S_i)``.
 
     Returns
     -------
@@ -122,24 +128,31 @@ def newton(
             return linalg.solve(J(x), r), S
 
     def body(carry):
-        x, _, it, _, err0, err_min, _ = carry
+        x, _, it, _, err0, err_min, _, err_prev = carry
         dx, S = update(x)
         x_new = x - dx
         size = jnp.max(jnp.abs(x_new))
         err = jnp.max(jnp.abs(dx))
         finite = jnp.isfinite(err) & jnp.isfinite(size)
         err0 = jnp.where(it == 0, err, err0)
-        tol = jnp.maximum(rtol * (1.0 + size), ROUNDOFF * _EPS * S)
+        if has_scale:   # componentwise: each unknown to its own tolerance or round-off floor
+            tol = jnp.maximum(rtol * (1.0 + jnp.abs(x_new)), ROUNDOFF * _EPS * S)
+            # the round-off of a large component reaches the others through J⁻¹: once the
+            # updates stop contracting, the floor of the largest terms is accepted for all
+            stalled = err >= 0.5 * err_prev
+            ok = jnp.all(jnp.abs(dx) <= tol) | (stalled & (err <= ROUNDOFF * _EPS * jnp.max(S)))
+        else:
+            ok = err <= rtol * (1.0 + size)
         diverging = (it >= 2) & (err > 1e4 * err0)
-        done = (err <= tol) | ~finite | diverging
-        return x_new, finite, it + 1, done, err0, jnp.minimum(err_min, err / (1.0 + size)), err <= tol
+        done = ok | ~finite | diverging
+        return x_new, finite, it + 1, done, err0, jnp.minimum(err_min, err / (1.0 + size)), ok, err
 
     def cond(carry):
         return (~carry[3]) & (carry[2] < max_iter)
 
     inf = jnp.array(jnp.inf)
-    init = (x0, jnp.array(True), jnp.array(0, jnp.int32), jnp.array(False), inf, inf, jnp.array(False))
-    x, finite, it, _, err0, err_min, conv = lax.while_loop(cond, body, init)
+    init = (x0, jnp.array(True), jnp.array(0, jnp.int32), jnp.array(False), inf, inf, jnp.array(False), inf)
+    x, finite, it, _, err0, err_min, conv, _ = lax.while_loop(cond, body, init)
     conv = conv & finite
     cause = jnp.where(conv, CONVERGED,
                       jnp.where(~finite, NON_FINITE,
