@@ -78,7 +78,7 @@ def all_finite(tree):
 
 
 def step_cause(info, new_finite):
-    """The failure cause (int32, :data:`dalembert.solvers.newton_mod.CAUSES`) of a step that failed:
+    """The failure cause (int32, :data:`dalembert.solvers.newton.CAUSES`) of a step that failed:
     the method's own, else non-finite state or unspecified."""
     if info.cause is not None:
         return jnp.where(info.converged & ~new_finite, newton_mod.NON_FINITE, info.cause).astype(jnp.int32)
@@ -250,7 +250,8 @@ def run_chunks(chunk, layout, state, hj, out0, n_saves, per_call, save_every, pr
 
     Returns (arrays, failure, it_total, it_max, wall, state): the node arrays (leading node axis,
     after the member axis when ``batched``), None or (member, step, cause) of the first failure
-    (member 0 for a single run; cause a key of :data:`dalembert.solvers.newton_mod.CAUSES`), Newton statistics, the wall time and the last internal state.
+    (member 0 for a single run; cause a key of :data:`dalembert.solvers.newton.CAUSES`),
+    Newton statistics, the wall time and the last internal state.
     ``members``: keep only the first ``members`` members of a batched run (the others pad the
     batch to a multiple of the device count).
     """

@@ -68,7 +68,7 @@ def trajectory(t, arrays: dict, md) -> Trajectory:
 
 def failure_error(method, step, h, cause, traj, kept: str, where: str = "") -> ConvergenceError:
     """The ConvergenceError of a failed step: which step and time, why (the cause code of
-    :data:`dalembert.solvers.newton_mod.CAUSES`) and what helps for that cause, what is kept."""
+    :data:`dalembert.solvers.newton.CAUSES`) and what helps for that cause, what is kept."""
     return ConvergenceError(
         f"{method.name}: {where}step {step} (t = {step * h:.6g} → {(step + 1) * h:.6g}) failed: "
         f"{newton_mod.describe(cause)}. {kept}", step=step, time=step * h, trajectory=traj, cause=cause)
@@ -245,7 +245,7 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     dict with the node arrays (leading axis ``n_steps // save_every + 1``: q, v, energy,
     constraint_residual, ... as :func:`integrate` reports them), ``t`` (same leading axis),
     ``ok`` (bool scalar: every step succeeded), ``failed_step`` (int32; −1 if none) and
-    ``failure_cause`` (int32: why, a key of :data:`dalembert.solvers.newton_mod.CAUSES`; 0 if none).
+    ``failure_cause`` (int32: why, a key of :data:`dalembert.solvers.newton.CAUSES`; 0 if none).
 
     Gradients: the loop is a ``lax.scan`` over arrays only (no host callbacks), so reverse mode
     works for the explicit steps (e.g. ``nh-rattle`` with a constant mass matrix); the implicit

@@ -40,6 +40,7 @@ from ..errors import InputError
 from ..solvers import newton_module as newton_mod
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from ..systems.almost_poisson import DEGENERACY_TOL, AlmostPoissonSystem
+from ..systems.reduction import NonholonomicReduction
 from .base import Method, Scheme, StepInfo, Traits
 
 #: Default number of Gauss–Legendre nodes of the AVF discrete gradient (spec §3.1: 5 nodes give
@@ -303,8 +304,8 @@ class DiscreteGradientMethod(Method):
             return discrete_gradient(self.gradient, H, **opts)
 
         if jacobian is None:     # see the class doc
-            jacobian = ("midpoint" if self.gradient.startswith("itoh-abe") or hasattr(ap, "frame")
-                        else "exact")
+            jacobian = ("midpoint" if self.gradient.startswith("itoh-abe")
+                        or isinstance(ap, NonholonomicReduction) else "exact")
         newton_options = dict(rtol=rtol, max_iter=max_iter, jacobian=jacobian, newton_update=newton_update)
         dg_of(ap.hamiltonian)                      # unknown DG options fail here, before tracing
 

@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import linalg
 from ..errors import InputError, SystemError_
-from .almost_poisson import DEGENERACY_TOL, AlmostPoissonSystem
+from .almost_poisson import AlmostPoissonSystem
 from .nonholonomic import _as_vector, constant_metric_factor
 
 #: An atlas chart is left (for one anchored at the current configuration, conditioning 1) when
