@@ -68,18 +68,6 @@ def test_views_are_registered_and_applied():
     np.testing.assert_allclose(tr.q, tr2.q, rtol=0, atol=1e-13)
 
 
-def test_second_run_from_another_state_on_the_same_object_equals_a_fresh_object():
-    """The reduction's chart is part of the integration state: a second dl.integrate of the same
-    system object from another heading gives what a fresh object gives."""
-    sys_a = knife_edge()
-    dl.integrate(sys_a, "dg-gonzalez", q0=Q0, v0=V0, h=0.05, t_final=1.0)
-    q0b = np.array([0.3, -0.2, 4.3])
-    v0b = np.array([np.cos(4.3), np.sin(4.3), 0.4])
-    again = dl.integrate(sys_a, "dg-gonzalez", q0=q0b, v0=v0b, h=0.05, t_final=1.0)
-    fresh = dl.integrate(knife_edge(), "dg-gonzalez", q0=q0b, v0=v0b, h=0.05, t_final=1.0)
-    np.testing.assert_array_equal(again.q, fresh.q)
-
-
 def test_one_program_serves_every_run_length_and_save_every():
     s = knife_edge(2.0)
     dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.01, t_final=1.0)
