@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.custom_batching import custom_vmap
+from jax.scipy.linalg import solve_triangular
 
 #: Largest size for which solves and factorisations are unrolled into elementwise arithmetic.
 UNROLL_MAX = 10
@@ -117,6 +118,18 @@ def cho_solve(L, b):
     y = _forward(lambda i, k: L[i, k], B, n, unit=False)
     X = _backward(lambda i, k: L[k, i], y, n)
     return X[:, 0] if vec else X
+
+
+def forward_solve(L, b):
+    """Solve L x = b for lower-triangular L (n, n) by forward substitution.  b: (n,) or (n, k)."""
+    n = L.shape[0]
+    vec = b.ndim == 1
+    B = b[:, None] if vec else b
+    if n > UNROLL_MAX:
+        x = solve_triangular(L, B, lower=True)
+    else:
+        x = jnp.stack(_forward(lambda i, k: L[i, k], B, n, unit=False))
+    return x[:, 0] if vec else x
 
 
 def solve_spd(A, b):

@@ -14,14 +14,14 @@ A smooth basis on all of Q need not exist, and one chosen from μ(q) alone (as A
 Householder QR with frozen signs) degenerates somewhere along a turning motion. The bases here
 are **frames** X(q; a), with a chart parameter a (the anchor):
 
-* :class:`ProjectionFrame` — the atlas used when nothing better is known: X(q; a) = P(q) a,
+* :class:`ProjectionFrame` — the atlas used when nothing better is known: X̂(q; a) = P(q) a,
   P(q) = I − μᵀ(μμᵀ)⁻¹μ the Euclidean projector onto ker μ(q), with the anchor a (n × m) an
-  orthonormal basis of ker μ(q_a) (the Householder one at the chart's anchor configuration q_a).
-  Its conditioning det(aᵀ P(q) a) = Π cos² θ_i (θ_i the principal angles between ker μ(q) and
-  ker μ(q_a)) is 1 at the anchor and 0 where the chart ends. B (17) has the closed form
-  B_ab = M_ab − M_ba, M_ab = −[y_a·(D_{X_b}μ) P p + λ·(D_{X_b}μ) X_a], λ = (μμᵀ)⁻¹μ p,
-  y_a = (μμᵀ)⁻¹μ a_a: first derivatives of μ along the m basis vectors only (no derivative of
-  the basis by autodiff).
+  orthonormal basis of ker μ(q_a) (the Householder one at the chart's anchor configuration q_a),
+  made G-orthonormal, X = X̂ L⁻ᵀ with L Lᵀ = X̂ᵀ G X̂ (so g_D = I and 𝓗 = ½ ρᵀρ + V(q):
+  rounding a large coordinate does not move the energy; see :func:`reduced_form`). Its
+  conditioning det(aᵀ P(q) a) = Π cos² θ_i (θ_i the principal angles between ker μ(q) and
+  ker μ(q_a)) is 1 at the anchor and 0 where the chart ends. B (17) by forward-mode derivatives
+  of X along the m basis vectors (:func:`jvp_bracket`).
 * :class:`BasisFrame` — a global basis, no charts: one the user gives (``basis=``), or the one the
   constraint rows allow when r columns of μ are constant with a nonsingular r × r block C
   (X = [I; −C⁻¹ μ_rest(q)] in those columns; e.g. the rolling disk, the gearbox, the quartic).
@@ -115,6 +115,7 @@ class ProjectionFrame:
     """The atlas X(q; a) = P(q) a (see module doc). Anchor a: (n, m), orthonormal, μ(q_a) a = 0."""
 
     is_global = False
+    g_orthonormal = True       # reduced_form uses X = X̂ L⁻ᵀ
 
     def __init__(self, constraint_matrix: Callable, n: int, r: int):
         self.mu, self.n, self.m = constraint_matrix, n, n - r
@@ -124,25 +125,10 @@ class ProjectionFrame:
         mu = self.mu(q)
         return householder_qr(mu.T)[0][:, mu.shape[0]:]
 
-    def _parts(self, q, a):
-        mu = self.mu(q)
-        S = linalg.mm(mu, mu.T)                               # (r, r)
-        L = linalg.cholesky(S)
-        Y = linalg.cho_solve(L, linalg.mm(mu, a))             # (r, m): (μμᵀ)⁻¹ μ a
-        return mu, L, Y
-
     def basis(self, q, a):
-        """X = P(q) a = a − μᵀ (μμᵀ)⁻¹ μ a, shape (n, m)."""
-        mu, _, Y = self._parts(q, a)
-        return a - linalg.mm(mu.T, Y)
-
-    def dual(self, q, a, X, rho):
-        """b = a c with Xᵀ b = aᵀ P a c = ρ: c = ρ + Zᵀ(μμᵀ − Z Zᵀ)⁻¹ Z ρ, Z = μ a (Woodbury; an
-        r × r solve, no m × m one)."""
+        """X̂ = P(q) a = a − μᵀ (μμᵀ)⁻¹ μ a, shape (n, m) (G-orthonormalised by :func:`reduced_form`)."""
         mu = self.mu(q)
-        Z = linalg.mm(mu, a)
-        c = rho + linalg.vm(linalg.solve_spd(linalg.mm(mu, mu.T) - linalg.mm(Z, Z.T), linalg.mv(Z, rho)), Z)
-        return linalg.mv(a, c)
+        return a - linalg.mm(mu.T, linalg.solve_spd(linalg.mm(mu, mu.T), linalg.mm(mu, a)))
 
     def conditioning(self, q, a):
         """det(aᵀ P(q) a) = det(μ(I − a aᵀ)μᵀ) / det(μμᵀ) ∈ [0, 1] (the product of cos² of the
@@ -153,17 +139,6 @@ class ProjectionFrame:
         num = jnp.prod(jnp.diag(linalg.cholesky(S - linalg.mm(Z, Z.T))))
         den = jnp.prod(jnp.diag(linalg.cholesky(S)))
         return jnp.where(jnp.isfinite(num), (num / den) ** 2, 0.0)
-
-    def bracket(self, q, a, X, p):
-        """B (m, m) of (17) in closed form (module doc): B_ab = pᵀ(D_{X_b}X_a − D_{X_a}X_b)."""
-        mu, L, Y = self._parts(q, a)
-        lam = linalg.cho_solve(L, linalg.mv(mu, p))            # (r,)
-        Pp = p - linalg.vm(lam, mu)                            # P p
-        T = jax.vmap(lambda w: jax.jvp(self.mu, (q,), (w,))[1])(X.T)   # (m, r, n): D_{X_b} μ
-        u = jnp.sum(T * Pp[None, None, :], axis=-1)            # (m, r): (D_{X_b}μ) P p
-        W = jnp.sum(T[:, :, :, None] * X[None, None, :, :], axis=2)   # (m, r, m): (D_{X_b}μ) X_a at [b, :, a]
-        M = -(linalg.mm(Y.T, u.T) + jnp.sum(W * lam[None, :, None], axis=1).T)  # M[a, b]
-        return M - M.T
 
 
 class HouseholderFrame:
@@ -222,10 +197,16 @@ class BasisFrame:
         return linalg.mv(X, linalg.solve_spd(linalg.mm(X.T, X), rho))
 
     def bracket(self, q, a, X, p):
-        """B (17) from the derivatives of X along its own columns (m forward-mode products)."""
-        DX = jax.vmap(lambda w: jax.jvp(self.basis, (q,), (w,))[1])(X.T)   # [b] = D_{X_b} X (n, m)
-        M = jnp.sum(DX * p[None, :, None], axis=1).T                       # M[a, b] = pᵀ D_{X_b} X_a
-        return M - M.T
+        """B (17) from the derivatives of X along its own columns (:func:`jvp_bracket`)."""
+        return jvp_bracket(self.basis, q, X, p)
+
+
+def jvp_bracket(basis: Callable, q, X, p):
+    """B (17), B_ab = pᵀ(D_{X_b}X_a − D_{X_a}X_b), of the basis ``basis(q) -> X (n, m)`` from m
+    forward-mode derivatives of X along its own columns. q, p: (n,); X = basis(q). Returns (m, m)."""
+    DX = jax.vmap(lambda w: jax.jvp(basis, (q,), (w,))[1])(X.T)   # [b] = D_{X_b} X (n, m)
+    M = jnp.sum(DX * p[None, :, None], axis=1).T                  # M[a, b] = pᵀ D_{X_b} X_a
+    return M - M.T
 
 
 def solved_columns_frame(constraint_matrix: Callable, q0, r: int, *, probes: int = CONSTANT_COLUMN_PROBES,
@@ -302,7 +283,17 @@ def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None =
     μ X = 0. Only r × r systems appear, which keeps cheap the second derivatives that the Newton
     Jacobian of a step takes (chaotic quartic, dg-gonzalez: 630 → 61 µs per step). For a
     q-dependent G the m × m solve with g_D = Xᵀ G X is the cheaper one (m < n). 𝓗 = ½ vᵀ p + V
-    with p = G v."""
+    with p = G v.
+
+    A frame with ``g_orthonormal`` (the projection atlas) is used G-orthonormalised, X = X̂ L⁻ᵀ
+    (X̂ the frame's basis, L Lᵀ =
+    X̂ᵀ G X̂), so that g_D = I, v = X ρ and 𝓗 = ½ ρᵀρ + V(q) — the choice of the paper's own
+    examples (§4.2). The kinetic energy is then a function of ρ alone: rounding the stored q (a
+    heading of many turns, |θ| ≫ 1, is stored to ε|θ|) no longer changes 𝓗, which otherwise
+    makes the energy of a DG method random-walk by ε|θ| |∂𝓗/∂θ| per step. B (17) by forward-mode
+    derivatives of X along its columns (:func:`jvp_bracket`)."""
+    if getattr(frame, "g_orthonormal", False):
+        return _orthonormal_form(system, n, frame, anchor)
     basis = (lambda q: frame.basis(q, anchor)) if basis is None else basis
     bracket = (lambda q, X, p: frame.bracket(q, anchor, X, p)) if bracket is None else bracket
 
@@ -352,6 +343,42 @@ def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None =
 
     return ReducedForm(basis, lambda q: frame.conditioning(q, anchor), reduced_metric, velocity,
                        lift, reduce, hamiltonian, poisson_matrix, constraint)
+
+
+def _orthonormal_form(system, n: int, frame, anchor) -> ReducedForm:
+    """:func:`reduced_form` on the G-orthonormalised frame (g_D = I, 𝓗 = ½ ρᵀρ + V)."""
+    def basis(q):
+        Xh = frame.basis(q, anchor)
+        L = linalg.cholesky(linalg.mm(Xh.T, linalg.mm(system.mass_matrix(q), Xh)))
+        return linalg.forward_solve(L, Xh.T).T
+
+    def reduced_metric(q):
+        X = basis(q)
+        return linalg.mm(X.T, linalg.mm(system.mass_matrix(q), X))
+
+    def lift(x):
+        q, rho = x[:n], x[n:]
+        return q, linalg.mv(basis(q), rho)
+
+    def reduce(q, v):
+        return jnp.concatenate([q, linalg.vm(system.momentum(q, v), basis(q))])
+
+    def hamiltonian(x):
+        return 0.5 * jnp.sum(x[n:] * x[n:]) + system.potential(x[:n])
+
+    def poisson_matrix(x):
+        q, rho = x[:n], x[n:]
+        X = basis(q)
+        B = jvp_bracket(basis, q, X, linalg.mv(system.mass_matrix(q), linalg.mv(X, rho)))   # (17)
+        top = jnp.concatenate([jnp.zeros((n, n)), X], axis=1)
+        return jnp.concatenate([top, jnp.concatenate([-X.T, B], axis=1)], axis=0)
+
+    def constraint(x):
+        return system.constraint_residual(*lift(x))
+
+    return ReducedForm(basis, lambda q: frame.conditioning(q, anchor), reduced_metric,
+                       lambda q, rho: linalg.mv(basis(q), rho), lift, reduce, hamiltonian,
+                       poisson_matrix, constraint)
 
 
 def _chart_system(system, n, form: ReducedForm, name, degeneracy: bool) -> AlmostPoissonSystem:
@@ -429,12 +456,12 @@ class NonholonomicReduction(AlmostPoissonSystem):
         return self.chart(a).reduce(q, v)
 
     def basis(self, q, anchor=None):
-        """X(q) (n, m) in the chart ``anchor`` (default: anchored at q)."""
+        """X(q) (n, m) in the chart ``anchor`` (default: anchored at q; G-orthonormal on an atlas)."""
         q = jnp.asarray(q)
-        return self.frame.basis(q, self.anchor_at(q) if anchor is None and self.atlas else anchor)
+        return self.chart(self.anchor_at(q) if anchor is None and self.atlas else anchor).basis(q)
 
     def reduced_metric(self, q, anchor=None):
-        """g_D = Xᵀ G X (m, m)."""
+        """g_D = Xᵀ G X (m, m) (the identity, to round-off, on an atlas)."""
         X = self.basis(q, anchor)
         return linalg.mm(X.T, linalg.mm(self.nonholonomic.mass_matrix(jnp.asarray(q)), X))
 
