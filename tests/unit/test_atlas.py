@@ -208,6 +208,17 @@ def test_newton_causes_unit():
     res = nm.newton(scaled, jnp.array([0.5]), jacobian=lambda x: jnp.eye(1), has_scale=True)
     assert bool(res.converged) and int(res.cause) == nm.CONVERGED
 
+    # noise above the terms' round-off (an ill-conditioned factor inside the residual), here a
+    # residual with no exact root whose iterates cycle at ±noise about 1: a stall within
+    # STALL_SLACK × rtol is accepted, one above it is not reachable
+    def hidden(noise):
+        return lambda x: ((x - 1.0) + noise * jnp.where(x >= 1.0, 1.0, -1.0), jnp.ones_like(x))
+    res = nm.newton(hidden(3e-13), jnp.array([0.5]), jacobian=lambda x: jnp.eye(1), has_scale=True)
+    assert bool(res.converged) and abs(float(res.x[0]) - 1.0) <= 1e-12
+    res = nm.newton(hidden(1e-10), jnp.array([0.5]), jacobian=lambda x: jnp.eye(1), has_scale=True,
+                    max_iter=30)
+    assert not bool(res.converged) and int(res.cause) == nm.NOT_REACHABLE
+
 
 def test_a_degenerate_chart_fails_with_its_cause_and_keeps_the_nodes():
     sys_ = free_skate()
