@@ -64,7 +64,7 @@ def householder_qr(A, signs=None):
     ----------
     A : (n, r) array (for a basis of ker μ: A = μ(q)ᵀ, r = number of constraints).
     signs : (r,) array of ±1, or None for the standard choice s_k = sign(R_kk) (+1 at 0).
-        Frozen signs make Q a smooth function of A (spec §4.4, erratum 6); the derivative of Q
+        Frozen signs make Q a smooth function of A (Algorithm 1's sign choice); the derivative of Q
         is then available by autodiff (``jax.jacfwd``).
 
     Returns
@@ -73,7 +73,7 @@ def householder_qr(A, signs=None):
     conditioning = min_k (ν_k + s_k R_kk)/ν_k ∈ [0, 2] (≥ 1 with the standard signs; 0 where
     the reflection with these signs degenerates).
 
-    Source: Celledoni et al. 2019, Algorithm 1 (spec §4.4, 0-based restatement).
+    Source: Celledoni et al. 2019, Algorithm 1 (0-based).
     """
     n, r = A.shape
     Q = jnp.eye(n, dtype=jnp.float64)
@@ -159,10 +159,6 @@ class HouseholderFrame:
 
     def conditioning(self, q, signs):
         return null_space_basis(self.mu, signs)(q)[1]
-
-    def dual(self, q, signs, X, rho):
-        """b = X ρ (X is orthonormal: Xᵀ b = ρ)."""
-        return linalg.mv(X, rho)
 
     def bracket(self, q, signs, X, p, dbasis: Callable | None = None):
         """B (17); ``dbasis(q) -> (n, m, n)`` replaces the autodiff ∂X^j_a/∂q^i (Remark 3.5)."""
@@ -273,8 +269,8 @@ class ReducedForm(NamedTuple):
 def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None = None,
                  bracket: Callable | None = None, metric_factor=None) -> ReducedForm:
     """The reduction of ``system`` to ζ = (q, ρ) in the chart ``anchor`` of ``frame``
-    (spec §2.5, (16)–(18)). ``basis(q)`` and ``bracket(q, X, p)`` replace the frame's (GONZALEZ-R
-    passes Remark 3.5's finite-difference B).
+    (Celledoni et al. 2019 (16)–(18)). ``basis(q)`` and ``bracket(q, X, p)`` replace the frame's
+    (GONZALEZ-R passes Remark 3.5's finite-difference B).
 
     The velocity (16a) v = X g_D⁻¹ ρ: with ``metric_factor`` (the precomputed
     :class:`~dalembert.systems.nonholonomic.MetricFactor` of a constant metric G) it is computed
@@ -286,16 +282,23 @@ def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None =
     with p = G v.
 
     A frame with ``g_orthonormal`` (the projection atlas) is used G-orthonormalised, X = X̂ L⁻ᵀ
-    (X̂ the frame's basis, L Lᵀ =
-    X̂ᵀ G X̂), so that g_D = I, v = X ρ and 𝓗 = ½ ρᵀρ + V(q) — the choice of the paper's own
-    examples (§4.2). The kinetic energy is then a function of ρ alone: rounding the stored q (a
-    heading of many turns, |θ| ≫ 1, is stored to ε|θ|) no longer changes 𝓗, which otherwise
-    makes the energy of a DG method random-walk by ε|θ| |∂𝓗/∂θ| per step. B (17) by forward-mode
-    derivatives of X along its columns (:func:`jvp_bracket`)."""
-    if getattr(frame, "g_orthonormal", False):
-        return _orthonormal_form(system, n, frame, anchor)
-    basis = (lambda q: frame.basis(q, anchor)) if basis is None else basis
-    bracket = (lambda q, X, p: frame.bracket(q, anchor, X, p)) if bracket is None else bracket
+    (X̂ the frame's basis, L Lᵀ = X̂ᵀ G X̂), so that g_D = I, v = X ρ and 𝓗 = ½ ρᵀρ + V(q) — the
+    choice of the paper's own examples (§4.2). The kinetic energy is then a function of ρ alone:
+    rounding the stored q (a heading of many turns, |θ| ≫ 1, is stored to ε|θ|) no longer changes
+    𝓗, which otherwise makes the energy of a DG method random-walk by ε|θ| |∂𝓗/∂θ| per step.
+    B (17) then by forward-mode derivatives of X along its columns (:func:`jvp_bracket`)."""
+    orthonormal = getattr(frame, "g_orthonormal", False)
+    if orthonormal:
+        def basis(q):
+            Xh = frame.basis(q, anchor)
+            L = linalg.cholesky(linalg.mm(Xh.T, linalg.mm(system.mass_matrix(q), Xh)))
+            return linalg.forward_solve(L, Xh.T).T
+
+        def bracket(q, X, p):
+            return jvp_bracket(basis, q, X, p)
+    else:
+        basis = (lambda q: frame.basis(q, anchor)) if basis is None else basis
+        bracket = (lambda q, X, p: frame.bracket(q, anchor, X, p)) if bracket is None else bracket
 
     def reduced_metric(q):
         X = basis(q)
@@ -304,9 +307,9 @@ def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None =
     def state(q, rho):
         """(X, v, p) at ζ = (q, ρ) (16a)."""
         X = basis(q)
-        if metric_factor is None:
+        if orthonormal or metric_factor is None:
             G = system.mass_matrix(q)
-            v = linalg.mv(X, linalg.solve_spd(linalg.mm(X.T, linalg.mm(G, X)), rho))
+            v = linalg.mv(X, rho if orthonormal else linalg.solve_spd(linalg.mm(X.T, linalg.mm(G, X)), rho))
             return X, v, linalg.mv(G, v)
         b = frame.dual(q, anchor, X, rho)
         mu = system.constraint_matrix(q)
@@ -328,6 +331,8 @@ def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None =
 
     def hamiltonian(x):
         q, rho = x[:n], x[n:]
+        if orthonormal:                                   # g_D = I: a function of ρ alone
+            return 0.5 * jnp.sum(rho * rho) + system.potential(q)
         _, v, p = state(q, rho)
         return 0.5 * jnp.sum(v * p) + system.potential(q)
 
@@ -343,42 +348,6 @@ def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None =
 
     return ReducedForm(basis, lambda q: frame.conditioning(q, anchor), reduced_metric, velocity,
                        lift, reduce, hamiltonian, poisson_matrix, constraint)
-
-
-def _orthonormal_form(system, n: int, frame, anchor) -> ReducedForm:
-    """:func:`reduced_form` on the G-orthonormalised frame (g_D = I, 𝓗 = ½ ρᵀρ + V)."""
-    def basis(q):
-        Xh = frame.basis(q, anchor)
-        L = linalg.cholesky(linalg.mm(Xh.T, linalg.mm(system.mass_matrix(q), Xh)))
-        return linalg.forward_solve(L, Xh.T).T
-
-    def reduced_metric(q):
-        X = basis(q)
-        return linalg.mm(X.T, linalg.mm(system.mass_matrix(q), X))
-
-    def lift(x):
-        q, rho = x[:n], x[n:]
-        return q, linalg.mv(basis(q), rho)
-
-    def reduce(q, v):
-        return jnp.concatenate([q, linalg.vm(system.momentum(q, v), basis(q))])
-
-    def hamiltonian(x):
-        return 0.5 * jnp.sum(x[n:] * x[n:]) + system.potential(x[:n])
-
-    def poisson_matrix(x):
-        q, rho = x[:n], x[n:]
-        X = basis(q)
-        B = jvp_bracket(basis, q, X, linalg.mv(system.mass_matrix(q), linalg.mv(X, rho)))   # (17)
-        top = jnp.concatenate([jnp.zeros((n, n)), X], axis=1)
-        return jnp.concatenate([top, jnp.concatenate([-X.T, B], axis=1)], axis=0)
-
-    def constraint(x):
-        return system.constraint_residual(*lift(x))
-
-    return ReducedForm(basis, lambda q: frame.conditioning(q, anchor), reduced_metric,
-                       lambda q, rho: linalg.mv(basis(q), rho), lift, reduce, hamiltonian,
-                       poisson_matrix, constraint)
 
 
 def _chart_system(system, n, form: ReducedForm, name, degeneracy: bool) -> AlmostPoissonSystem:
@@ -462,8 +431,8 @@ class NonholonomicReduction(AlmostPoissonSystem):
 
     def reduced_metric(self, q, anchor=None):
         """g_D = Xᵀ G X (m, m) (the identity, to round-off, on an atlas)."""
-        X = self.basis(q, anchor)
-        return linalg.mm(X.T, linalg.mm(self.nonholonomic.mass_matrix(jnp.asarray(q)), X))
+        q = jnp.asarray(q)
+        return self.chart(self.anchor_at(q) if anchor is None and self.atlas else anchor).reduced_metric(q)
 
     def diagnostics(self, obs: dict) -> dict:
         """energy (the method's, if it reports one in its chart; else 𝓗(ζ)) and the constraint
@@ -503,7 +472,7 @@ def almost_poisson(system, q0, *, basis: Callable | None = None, frame: str = "a
     ``frame``, ``frame="columns"`` when μ has no constant nonsingular block, or a ``basis`` that is
     not a basis of ker μ(q0).
 
-    Source: Celledoni et al. 2019 §2.2, §3.3, (8), (16)–(18) (spec §2.3–§2.5).
+    Source: Celledoni et al. 2019 §2.2, §3.3, (8), (16)–(18).
     """
     if system.is_affine:
         raise InputError("almost_poisson: affine constraints μ(q) v = ν(q) are not supported "
