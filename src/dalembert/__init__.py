@@ -17,14 +17,15 @@ from .errors import (ConstraintViolationError, ConvergenceError, DalembertError,
 from .systems import (AlmostPoissonSystem, EulerPoincareSuslovSystem, LeftInvariantSystem,
                       NonholonomicSystem, ReducedSystem, SystemKind, almost_poisson)
 from .trajectory import Trajectory, load
-from .engine import Ensemble, configure, ensemble, integrate, solve
+from .engine import Ensemble, configure, ensemble, integrate, resume, solve
+from .engine.interrupts import RunInterrupted
 from . import models
 from .convergence import convergence
 
 __all__ = [
     "NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson", "EulerPoincareSuslovSystem",
     "LeftInvariantSystem", "ReducedSystem", "SystemKind",
-    "integrate", "solve", "ensemble", "Ensemble", "configure", "clear_caches",
+    "integrate", "resume", "solve", "ensemble", "Ensemble", "RunInterrupted", "configure", "clear_caches",
     "Trajectory", "load", "methods", "models", "convergence", "lie", "linalg", "errors",
     "DalembertError", "InputError", "ConstraintViolationError", "ConvergenceError",
     "UnknownNameError", "__version__",

@@ -8,6 +8,7 @@ model and method does not compile again.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -124,13 +125,15 @@ def list_cmd(as_json):
 
 
 @cli.command()
-@click.argument("model")
+@click.argument("model", required=False)
 @click.option("--method", "method_name", default=None, help="Method name (default: the model's).")
 @click.option("--h", "h", type=float, default=None, help="Step size (default: the model's).")
-@click.option("--t-final", "t_final", type=float, default=None, help="Final time (default: the model's).")
+@click.option("--t-final", "t_final", type=float, default=None,
+              help="Final time, a whole number of steps of --h (default: the model's).")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Model parameter.")
 @click.option("--init", "inits", multiple=True, metavar="NAME=V1,V2,...", help="Initial state: q0=... or v0=...")
-@click.option("--save-every", type=int, default=1, show_default=True, help="Keep every K-th node.")
+@click.option("--save-every", type=int, default=1, show_default=True,
+              help="Keep every K-th node (a last partial node at --t-final if K does not divide the steps).")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Output directory (default runs/MODEL-METHOD).")
 @click.option("--project", is_flag=True, help="Project v0 onto the constraint space if it violates it.")
@@ -139,32 +142,128 @@ def list_cmd(as_json):
               help="Also write an animation (contact path + orientation) for models with x and R, e.g. rolling-ball.")
 @click.option("--animation-format", type=click.Choice(["gif", "mp4"]), default="gif", show_default=True,
               help="Animation file format (mp4 needs ffmpeg).")
+@click.option("--checkpoint", "checkpoint", is_flag=True,
+              help="Write OUT/checkpoint.npz every --checkpoint-every seconds (an interrupt always writes one).")
+@click.option("--checkpoint-every", type=float, default=60.0, show_default=True, metavar="SECONDS",
+              help="Seconds between checkpoints with --checkpoint.")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Continue the interrupted run in DIR (its checkpoint.npz); no MODEL or other run options.")
 def run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots, animate,
-        animation_format):
-    """Integrate a built-in MODEL; write trajectory.npz, summary.json and PNG plots."""
-    import dalembert as dl
-    from dalembert import plots
+        animation_format, checkpoint, checkpoint_every, resume_dir):
+    """Integrate a built-in MODEL; write trajectory.npz, summary.json and PNG plots.
 
+    SIGINT (Ctrl-C) or SIGTERM finishes the current chunk of steps, writes the partial trajectory
+    and OUT/checkpoint.npz, and exits with status 130 / 143; `dalembert run --resume OUT`
+    continues, with a result equal to the uninterrupted run's bit for bit.
+    """
+    import dalembert as dl
+    from dalembert.engine import checkpoint as ckpt_mod
+
+    if resume_dir is not None:
+        given = [f for f, v in (("MODEL", model), ("--method", method_name), ("--h", h), ("--t-final", t_final),
+                                ("--param", params), ("--init", inits), ("--out", out)) if v]
+        if given:
+            raise click.UsageError(f"--resume continues a run as it was started; drop {', '.join(given)}")
+        ck = ckpt_mod.read(resume_dir)
+        md = ck["metadata"]
+        if "model" not in md:
+            raise click.UsageError(f"{ck['path']} is not a checkpoint of `dalembert run` (no model recorded)")
+        mdl = dl.models.get(md["model"], **md.get("parameters", {}))
+        outdir = Path(resume_dir)
+        _check_outputs(outdir, mdl, animate, animation_format)
+        t0 = time.perf_counter()
+        traj = _interruptible(lambda: dl.resume(ck["path"], mdl.system, checkpoint=ck["path"],
+                                                checkpoint_every=checkpoint_every if checkpoint else math.inf),
+                              outdir)
+        return _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
+    if model is None:
+        raise click.UsageError("missing MODEL (`dalembert list` shows them), or --resume DIR")
     spec = dl.models.spec(model)
     mdl = dl.models.get(spec.name, **_parse_params(params))
     init = _parse_inits(inits, mdl)
     method = dl.methods.get(method_name or mdl.default_method)
     if save_every < 1:
         raise click.UsageError(f"--save-every must be ≥ 1; got {save_every}")
+    if not (math.isfinite(checkpoint_every) and checkpoint_every >= 0):
+        raise click.UsageError(f"--checkpoint-every must be a number of seconds ≥ 0; got {checkpoint_every}")
     h = mdl.default_h if h is None else h
     T = mdl.default_t_final if t_final is None else t_final
     state = {k: np.asarray(init.get(k, x), float) for k, x in mdl.initial_state.items()}
     outdir = Path(out) if out else Path("runs") / f"{mdl.name}-{method.name}"
+    _check_outputs(outdir, mdl, animate, animation_format)
     t0 = time.perf_counter()
-    traj = dl.integrate(mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
-                        metadata={"model": mdl.name, "parameters": mdl.params}, **state)
+    traj = _interruptible(lambda: dl.integrate(
+        mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
+        metadata={"model": mdl.name, "parameters": mdl.params}, checkpoint=outdir / "checkpoint.npz",
+        checkpoint_every=checkpoint_every if checkpoint else math.inf, **state), outdir)
+    _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
+
+
+#: Files of a run directory that describe one run; a new run removes the old ones first, so
+#: that no file of an earlier run is left beside the new trajectory.
+RUN_FILES = ("summary.json", "trajectory.npz", "checkpoint.npz")
+
+
+def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str):
+    """What a run needs after integrating, checked before: a writable output directory, a model
+    that can be animated, ffmpeg for MP4. Removes the files of an earlier run in ``outdir``
+    (except the checkpoint a resumed run reads)."""
+    from dalembert._io import check_writable_dir
+    from dalembert.errors import InputError
+    if animate:
+        st = mdl.initial_state
+        if not ("R0" in st and np.size(st.get("x0", ())) == 2):
+            raise InputError(f"--animate needs a model with a contact point x and an orientation R (e.g. "
+                             f"rolling-ball); {mdl.name} has none")
+        if animation_format == "mp4":
+            from matplotlib import animation
+            if not animation.writers.is_available("ffmpeg"):
+                raise InputError("--animation-format mp4 needs ffmpeg on the PATH; install it or use gif")
+    check_writable_dir(outdir, "--out")
+    for name in RUN_FILES[:2]:
+        (outdir / name).unlink(missing_ok=True)
+
+
+def _interruptible(fn, outdir: Path):
+    """Run ``fn`` (an integration) with SIGINT/SIGTERM deferred to the end of a chunk; on an
+    interrupt, save the partial trajectory and exit 130 (SIGINT) or 143 (SIGTERM) with one line."""
+    import dalembert as dl
+    from dalembert.engine import interrupts
+    from dalembert.errors import ConvergenceError
+    try:
+        with interrupts.deferred():
+            return fn()
+    except dl.RunInterrupted as exc:
+        saved = ""
+        if exc.trajectory is not None:
+            exc.trajectory.metadata["interrupted"] = {"signal": exc.signal, "step": exc.step}
+            saved = f"; partial trajectory in {exc.trajectory.save(outdir / 'trajectory.npz')}"
+        click.echo(f"dalembert: interrupted ({exc.signal}) after {exc.step:,} steps (t = "
+                   f"{exc.trajectory.t[-1]:.6g}){saved}; continue with: dalembert run --resume {outdir}",
+                   err=True)
+        sys.exit(143 if exc.signal == "SIGTERM" else 130)
+    except ConvergenceError as exc:
+        if exc.trajectory is not None:
+            exc.trajectory.metadata["failed"] = {"step": exc.step, "time": exc.time}
+            path = exc.trajectory.save(outdir / "trajectory.npz")
+            raise ConvergenceError(f"{exc} (saved to {path})", step=exc.step, time=exc.time,
+                                   trajectory=exc.trajectory, cause=exc.cause) from None
+        raise
+
+
+def _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format):
+    """Write the outputs of a completed run (trajectory, plots, animation, then the summary, all
+    atomically) and remove its checkpoint."""
+    from dalembert import plots
+    from dalembert._io import atomic_write_text
     files = [traj.save(outdir / "trajectory.npz")]
     if not no_plots:
         files += plots.run_figures(traj, mdl, outdir)
     if animate:
         files.append(_animate(traj, mdl, outdir / f"animation.{animation_format}"))
     summary = _summary(traj, mdl, time.perf_counter() - t0, files)
-    (outdir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False))
+    atomic_write_text(outdir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
+    (outdir / "checkpoint.npz").unlink(missing_ok=True)
     _print_summary(summary, outdir)
 
 

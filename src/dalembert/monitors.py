@@ -147,11 +147,18 @@ def detect_parasitic_mode(traj=None, *, q=None, R=None, speed=None, h=None, thre
         stride = int(md.get("save_every", 1))
         h = (h or float(traj.t[1] - traj.t[0])) * stride
         speed = traj.v if traj.q is not None else traj.extra.get("omega")
+        n = len(traj.t)
         if stride % 2 == 0 or speed is None:
-            n = len(traj.t)
             return SawtoothReport(False, None, None, None, 0.0, np.full(n, np.nan), threshold)
-    u = step_velocity(traj, q=q, R=R, h=h)
-    rel = sawtooth_indicator(u, speed)
+        # a last partial node (t_final not a multiple of h·save_every) breaks the uniform stride
+        last = n - 1 if n >= 2 and not np.isclose(traj.t[-1] - traj.t[-2], h, rtol=1e-9) else n
+        q = None if traj.q is None else traj.q[:last]
+        R = None if q is not None else traj.extra.get("R")[:last]
+        speed = speed[:last]
+    else:
+        n = len(speed)
+    u = step_velocity(q=q, R=R, h=h)
+    rel = np.concatenate([sawtooth_indicator(u, speed), np.full(n - len(speed), np.nan)])
     finite = np.isfinite(rel)
     mx = float(np.max(rel[finite])) if finite.any() else 0.0
     over = np.nonzero(finite & (rel > threshold))[0]

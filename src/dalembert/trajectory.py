@@ -7,11 +7,13 @@ are the fields below plus ``metadata`` (a JSON string): NumPy alone can read it 
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ._io import atomic_path
 from .errors import InputError
 
 _ARRAYS = ("t", "q", "v", "p", "lam", "energy", "constraint_residual")
@@ -77,18 +79,26 @@ class Trajectory:
         return float(np.max(np.abs(self.constraint_residual)))
 
     def save(self, path) -> Path:
-        """Write ``path`` (``.npz`` appended if missing). Returns the path written."""
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(".npz")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """Write ``path`` (``.npz`` appended if missing) atomically: a process killed while it
+        writes leaves the previous file (or none), never a truncated one. Returns the path."""
         arrays = {k: np.asarray(getattr(self, k)) for k in _ARRAYS if getattr(self, k) is not None}
         for k, a in self.extra.items():
             if k in _RESERVED:
                 raise InputError(f"extra array name {k!r} clashes with a standard field")
             arrays[k] = np.asarray(a)
-        np.savez(path, metadata=np.array(json.dumps(self.metadata, default=_json_default)), **arrays)
-        return path
+        return save_arrays(path, arrays, self.metadata)
+
+
+def save_arrays(path, arrays: dict, metadata: dict) -> Path:
+    """Write named arrays and a JSON metadata object to ``path`` (``.npz`` appended if missing),
+    atomically. Returns the path written."""
+    path = Path(path)
+    if path.suffix != ".npz":
+        path = path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(".npz")
+    md = np.array(json.dumps(metadata, default=_json_default))
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.savez(f, metadata=md, **arrays)
+    return path
 
 
 def _json_default(o):
@@ -101,26 +111,55 @@ def _json_default(o):
     raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
 
 
-def load(path) -> Trajectory:
-    """Read a file written by :meth:`Trajectory.save`.
+def load(path):
+    """Read a file written by :meth:`Trajectory.save` (a Trajectory) or
+    :meth:`dalembert.Ensemble.save` (an Ensemble).
+
+    Checks that it is a complete ``.npz`` with ``t`` (1-D), ``metadata`` (a JSON object) and node
+    arrays whose node axis (the leading one; for an ensemble the second, after the B members) has
+    the length of ``t``.
 
     Raises
     ------
-    InputError if the file is missing or is not a dalembert trajectory.
+    InputError if the file is missing, truncated or damaged, or is not a dalembert trajectory.
     """
     path = Path(path)
     if not path.exists():
         raise InputError(f"no such file: {path}")
+    bad = f"{path} is not a dalembert trajectory file"
     try:
         z = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise InputError(f"{path} is not a dalembert trajectory file (not a readable .npz: {exc})") from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(f"{bad} (not a readable .npz, truncated or damaged: {exc})") from None
     if not hasattr(z, "files"):  # a plain .npy array
-        raise InputError(f"{path} is not a dalembert trajectory file (a single array, not an .npz)")
-    with z:
-        if "metadata" not in z or "t" not in z:
-            raise InputError(f"{path} is not a dalembert trajectory file (no 't'/'metadata')")
-        md = json.loads(str(z["metadata"]))
-        kw = {k: np.array(z[k]) for k in _ARRAYS if k in z}
-        extra = {k: np.array(z[k]) for k in z.files if k not in _RESERVED}
-    return Trajectory(metadata=md, extra=extra, **kw)
+        raise InputError(f"{bad} (a single array, not an .npz)")
+    try:
+        with z:
+            if "metadata" not in z or "t" not in z:
+                raise InputError(f"{bad} (no 't'/'metadata')")
+            md = json.loads(str(z["metadata"]))
+            kw = {k: np.array(z[k]) for k in _ARRAYS if k in z}
+            extra = {k: np.array(z[k]) for k in z.files if k not in _RESERVED}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        raise InputError(f"{bad} (an array or the metadata cannot be read, truncated or damaged: "
+                         f"{exc})") from None
+    if not isinstance(md, dict):
+        raise InputError(f"{bad} (metadata is not a JSON object)")
+    t = kw.pop("t")
+    if t.ndim != 1 or t.dtype.kind != "f":
+        raise InputError(f"{bad} (t must be a 1-D float array; got shape {t.shape}, dtype {t.dtype})")
+    members = md.get("ensemble") is True
+    status = extra.pop("status", None) if members else None
+    ax = 1 if members else 0
+    arrays = dict(kw, **extra)
+    for k, a in arrays.items():
+        if a.ndim <= ax or a.shape[ax] != t.shape[0]:
+            raise InputError(f"{bad} (array {k!r} has shape {a.shape}; its node axis ({ax}) must "
+                             f"have the {t.shape[0]} nodes of t)")
+    if members:
+        from .engine.ensembles import Ensemble
+        sizes = {a.shape[0] for a in arrays.values()}
+        if not arrays or len(sizes) != 1 or (status is not None and status.shape != (sizes.pop(),)):
+            raise InputError(f"{bad} (the ensemble's arrays and status disagree on the member count)")
+        return Ensemble(t, arrays, md, status=status)
+    return Trajectory(t=t, metadata=md, extra=extra, **kw)

@@ -180,7 +180,52 @@ def test_animate_needs_a_ball_like_model(tmp_path, capsys):
     code, _, err = run_cli(["run", "gearbox", "--t-final", "1", "--no-plots", "--animate",
                             "--out", str(tmp_path / "g")], capsys)
     assert code != 0 and len(err.strip().splitlines()) == 1
-    assert "--animate needs a trajectory with a contact point" in err
+    assert "--animate needs a model with a contact point" in err
+    assert not (tmp_path / "g" / "trajectory.npz").exists()       # refused before integrating
+
+
+def test_unwritable_out_and_inexact_t_final_are_refused_before_integrating(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = run_cli(["run", "gearbox", "--out", str(blocker / "sub")], capsys)
+    assert code == 1 and "--out" in err and "not writable" in err
+    code, _, err = run_cli(["run", "gearbox", "--h", "0.03", "--t-final", "10", "--out", str(tmp_path / "o")], capsys)
+    assert code == 1 and "not a whole number of steps" in err and "10.02" in err
+
+
+@pytest.mark.parametrize("sig, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_signal_then_resume_equals_the_uninterrupted_run(sig, status, tmp_path):
+    """A real process: the signal arrives mid-run (after the first checkpoint), the process
+    writes the partial trajectory and its checkpoint and exits with 128 + signal; --resume
+    finishes with the uninterrupted run's result, bit for bit."""
+    import os
+    import signal
+    import time
+    out = tmp_path / "run"
+    args = ["gearbox", "--method", "nh-rattle", "--h", "0.001", "--t-final", "6000", "--save-every", "997",
+            "--no-plots"]
+    p = subprocess.Popen([sys.executable, "-m", "dalembert.cli", "run", *args, "--out", str(out),
+                          "--checkpoint", "--checkpoint-every", "0"], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (out / "checkpoint.npz").exists() and p.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    p.send_signal(getattr(signal, sig))
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == status, err
+    assert err.strip().count("\n") == 0 and f"interrupted ({sig})" in err and "--resume" in err
+    part = dl.load(out / "trajectory.npz")
+    assert part.metadata["interrupted"]["signal"] == sig and part.t[-1] < 6000
+    assert (out / "checkpoint.npz").exists() and not (out / "summary.json").exists()
+    r = subprocess.run([sys.executable, "-m", "dalembert.cli", "run", "--resume", str(out), "--no-plots"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    res = dl.load(out / "trajectory.npz")
+    assert not (out / "checkpoint.npz").exists() and (out / "summary.json").exists()
+    mdl = dl.models.get("gearbox")
+    ref = dl.integrate(mdl.system, "nh-rattle", h=0.001, t_final=6000.0, save_every=997, **mdl.initial_state)
+    assert res.t[-1] == ref.t[-1] == pytest.approx(6000.0)
+    for k in ("q", "v", "energy"):
+        np.testing.assert_array_equal(getattr(res, k), getattr(ref, k), err_msg=k)
 
 
 def test_convergence_of_the_rolling_ball_against_its_reference(tmp_path, capsys):

@@ -83,7 +83,7 @@ def test_failing_member_is_named_with_its_partial_trajectory(bad):
     v0 = np.array([[0.5, 0.3, 0.0], [0.6, 0.3, 0.0], [0.55, 0.3, 0.0]])
     v0[bad, 0] = 1.5                                                     # this member crosses x = 1
     with pytest.raises(dl.ConvergenceError, match=f"ensemble member {bad}") as ei:
-        dl.ensemble(wall, "nh-rattle", q0=q0, v0=v0, h=0.05, t_final=2.0)
+        dl.ensemble(wall, "nh-rattle", q0=q0, v0=v0, h=0.05, t_final=2.0, on_failure="raise")
     tr = ei.value.trajectory
     alone = dl.integrate(wall, "nh-rattle", q0=q0[bad], v0=v0[bad], h=0.05, t_final=(len(tr) - 1) * 0.05)
     np.testing.assert_allclose(tr.q, alone.q, atol=1e-13, rtol=0)

@@ -1,5 +1,4 @@
 """Trajectory files, the save stride, the step count, and user-defined GNI methods."""
-import math
 
 import jax.numpy as jnp
 import numpy as np
@@ -72,30 +71,26 @@ def test_load_rejects_non_npz_file(tmp_path):
 
 
 @pytest.mark.parametrize("K", [3, 4])
-def test_save_every_keeps_every_kth_node(K):
+def test_save_every_keeps_every_kth_node_and_ends_at_t_final(K):
     full = _run()
     part = _run(save_every=K)
-    n_steps = K * math.ceil(100 / K)          # rounded up to a multiple of K
-    assert part.metadata["n_steps"] == n_steps and part.metadata["save_every"] == K
-    assert len(part) == n_steps // K + 1
-    m = min(len(part), (len(full) - 1) // K + 1)
+    assert part.metadata["n_steps"] == 100 and part.metadata["save_every"] == K
+    partial = 100 % K != 0                      # K = 3: a last partial node at t_final
+    assert len(part) == 100 // K + 1 + partial
     for k in ("q", "v", "p", "lam", "energy", "constraint_residual"):
-        a, b = getattr(part, k)[:m], getattr(full, k)[::K][:m]
-        assert np.max(np.abs(a - b)) <= 1e-14 * max(1.0, np.max(np.abs(b))), k
-    assert np.allclose(part.t, 0.05 * K * np.arange(len(part)), rtol=0, atol=1e-13)
+        a, b = getattr(part, k), getattr(full, k)
+        assert np.array_equal(a[:100 // K + 1], b[::K][:100 // K + 1]), k
+        assert np.array_equal(a[-1], b[-1]), k
+    assert part.t[-1] == pytest.approx(full.t[-1], abs=1e-13)
+    assert np.allclose(part.t[:100 // K + 1], 0.05 * K * np.arange(100 // K + 1), rtol=0, atol=1e-13)
 
 
-def test_t_final_not_a_multiple_of_h_takes_ceil_steps():
-    tr = _run(h=0.3, t_final=1.0)                          # ceil(3.33) = 4 steps
-    assert len(tr) == 5 and tr.metadata["n_steps"] == 4
-    assert tr.t[-1] == pytest.approx(1.2, abs=1e-14)
-    assert tr.metadata["t_final"] == pytest.approx(1.2, abs=1e-14)
-    # an exact multiple is not rounded up by floating point noise (0.1 * 3 != 0.3)
+def test_t_final_must_be_a_whole_number_of_steps():
+    with pytest.raises(InputError, match=r"t_final = 1 is not a whole number of steps of h = 0.3.*1.2 \(4 steps\)"):
+        _run(h=0.3, t_final=1.0)
+    # an exact multiple is accepted despite floating point noise (0.1 * 3 != 0.3)
     tr = _run(h=0.1, t_final=0.3)
-    assert tr.metadata["n_steps"] == 3
-    # the nodes are those of a run with t_final = 4 h
-    ref = _run(h=0.3, t_final=1.2)
-    assert np.array_equal(ref.q, _run(h=0.3, t_final=1.0).q)
+    assert tr.metadata["n_steps"] == 3 and tr.t[-1] == pytest.approx(0.3, abs=1e-15)
 
 
 def test_metadata_describes_the_run():

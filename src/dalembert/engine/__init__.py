@@ -6,6 +6,8 @@ Modules, one job each (imports go down the list, never up):
   opt-in process settings (:func:`configure`: small-loop kernels, CPU devices) and the devices an
   ensemble runs on;
 * :mod:`~dalembert.engine.progress` — the progress bar;
+* :mod:`~dalembert.engine.interrupts` — SIGINT/SIGTERM between chunks, :class:`RunInterrupted`;
+* :mod:`~dalembert.engine.checkpoint` — the checkpoint file of a single run (atomic writes);
 * :mod:`~dalembert.engine.loop` — the compiled chunk of saved nodes (one guarded step function,
   three nested loops) and the driver that runs chunks until done or failed;
 * :mod:`~dalembert.engine.programs` — binding a method to a system through the system-kind
@@ -17,9 +19,9 @@ Modules, one job each (imports go down the list, never up):
   batched parameters, devices).
 """
 from .ensembles import Ensemble, ensemble
-from .run import integrate, solve
+from .run import integrate, resume, solve
 from .loop import CHUNK_SAVES, CHUNK_STEPS, ENSEMBLE_CHUNK_MEMBER_STEPS, step_count
 from .xla import configure, ensemble_devices
 
-__all__ = ["integrate", "solve", "ensemble", "Ensemble", "configure", "ensemble_devices",
+__all__ = ["integrate", "resume", "solve", "ensemble", "Ensemble", "configure", "ensemble_devices",
            "step_count", "CHUNK_STEPS", "CHUNK_SAVES", "ENSEMBLE_CHUNK_MEMBER_STEPS"]

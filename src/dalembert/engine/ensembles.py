@@ -3,6 +3,7 @@ compiled, vectorised (``jax.vmap``) loop, split over the CPU devices when there 
 from __future__ import annotations
 
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +11,7 @@ import numpy as np
 
 from .._cache import cached
 from ..errors import InputError
+from ..solvers import newton_module as newton_mod
 from ..systems.kind import SystemKind, resolve
 from ..trajectory import Trajectory
 from . import loop
@@ -19,17 +21,37 @@ from .programs import bind, options_key, state_shapes, view_key
 from .xla import _custom_calls, compile_lowered, ensemble_devices
 
 
+class EnsembleMemberWarning(RuntimeWarning):
+    """Some members of an ensemble failed; the others completed."""
+
+
 class Ensemble:
     """B trajectories of one system and method, integrated together.
 
     t : (N+1,) times.  Node arrays by name, each of shape (B, N+1, ...), as attributes
     (``ens.q``, ``ens.energy``, ...) and in ``ens.arrays``; ``metadata`` as for a Trajectory.
+    status : (B,) "ok" or "failed" per member (see :func:`ensemble`'s ``on_failure``).
     """
 
-    def __init__(self, t, arrays: dict, metadata: dict):
+    def __init__(self, t, arrays: dict, metadata: dict, status=None):
         self.t = t
         self.arrays = arrays
         self.metadata = metadata
+        B = int(next(iter(arrays.values())).shape[0])
+        self.status = np.full(B, "ok") if status is None else np.asarray(status, str)
+
+    @property
+    def failed(self) -> np.ndarray:
+        """Indices of the members whose integration failed (``status != "ok"``); their step,
+        time and cause are in ``metadata["failures"]``."""
+        return np.flatnonzero(self.status != "ok")
+
+    def save(self, path):
+        """Write the ensemble to ``path`` (``.npz``, atomically): ``t``, the node arrays (B, N+1,
+        ...), ``status`` and ``metadata`` (JSON); :func:`dalembert.load` reads it back."""
+        from ..trajectory import save_arrays
+        return save_arrays(path, dict(self.arrays, t=self.t, status=self.status.astype("U")),
+                           dict(self.metadata, ensemble=True))
 
     def __getattr__(self, name):
         arrays = self.__dict__.get("arrays", {})
@@ -116,12 +138,12 @@ def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
     def chunk_v(one):
         """The vmapped chunk, for a member state of the shapes of ``one``."""
         def chunk(*args):
-            *p, state, hh, n_active, n_sub = args
+            *p, state, alive, hh, n_active, n_sub = args
             b = scheme_of(*p)
             return loop.make_chunk(b.system, b.scheme, chunk_saves, one, hh, keep, members=True,
                                    layout_out=layout)(
-                state, hh, n_active, n_sub)
-        return jax.vmap(chunk, in_axes=(0,) * (k + 1) + (None,) * 3)
+                state, hh, n_active, n_sub, alive)
+        return jax.vmap(chunk, in_axes=(0,) * (k + 2) + (None,) * 3)
 
     start_v = jax.vmap(start, in_axes=(0,) * (k + 1) + (None,))
     B = x0s[0].shape[0]
@@ -132,8 +154,9 @@ def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
         state_s = start_l.out_info[0] if hasattr(start_l, "out_info") else \
             jax.eval_shape(_over_devices(start_v, k + 1, devices), *lead_p, x0s_p, h)[0]
         one = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), state_s)
-        chunk_l = jax.jit(_over_devices(chunk_v(one), k + 1, devices)).lower(
-            *lead_p, state_s, h, int32(0), int32(save_every))
+        alive = jnp.ones(x0s_p[0].shape[0], bool)
+        chunk_l = jax.jit(_over_devices(chunk_v(one), k + 2, devices)).lower(
+            *lead_p, state_s, alive, h, int32(0), int32(save_every))
         return start_l, chunk_l
 
     devices = ensemble_devices(B)
@@ -147,6 +170,12 @@ def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
     return start_c, chunk_c, devices, layout[-1]
 
 
+def _member_chunk(chunk_c, *lead):
+    """The compiled ensemble chunk with the driver's argument order
+    (:func:`dalembert.engine.loop.run_chunks`: state, h, n_active, n_sub, alive)."""
+    return lambda state, h, n_active, n_sub, alive: chunk_c(*lead, state, alive, h, n_active, n_sub)
+
+
 def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves, keep):
     first = tuple(np.asarray(x[0]) for x in x0s)
     key = ("ensemble", method, options_key(options), chunk_saves, state_shapes(x0s), keep,
@@ -155,7 +184,8 @@ def _compiled_ensemble(system, method, options, x0s, h, save_every, chunk_saves,
     def make():
         b = bind(system, method, first, options)
         return _compile_members(lambda: b, (), x0s, h, save_every, chunk_saves, keep)
-    return cached(system, key, make)
+    start_c, chunk_c, devices, layout = cached(system, key, make)
+    return start_c, _member_chunk(chunk_c), devices, layout
 
 
 def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_every, chunk_saves, keep):
@@ -179,9 +209,7 @@ def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_ever
         return _compile_members(scheme_of, (params,), x0s, h, save_every, chunk_saves, keep)
     start_c, chunk_c, devices, layout = cached(factory, key, make)
     params = _pad_members(params, devices)
-    return (lambda x0s, h: start_c(params, x0s, h),
-            lambda state, h, n_active, n_sub: chunk_c(params, state, h, n_active, n_sub),
-            devices, layout)
+    return (lambda x0s, h: start_c(params, x0s, h), _member_chunk(chunk_c, params), devices, layout)
 
 
 def _checked_members(system, systems, batch, project):
@@ -228,7 +256,7 @@ def _batched_params(params):
 
 def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, project: bool = False,
              progress: bool | None = None, chunk_steps: int = loop.CHUNK_STEPS,
-             metadata: dict | None = None, params=None, **kwargs) -> Ensemble:
+             metadata: dict | None = None, params=None, on_failure: str = "keep", **kwargs) -> Ensemble:
     """Integrate B trajectories in one compiled, vectorised (``jax.vmap``) call.
 
     When JAX has several CPU devices (opt in with ``dl.configure()`` before JAX starts: one per
@@ -268,6 +296,10 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
                               q0=q0, v0=v0, h=0.01, t_final=10.0)
 
         Each member equals ``integrate(system(params_i), ...)`` to round-off.
+    on_failure : "keep" (default): a member whose step fails keeps its last good state, its
+        later nodes are NaN, and the others complete (``Ensemble.status``, ``Ensemble.failed``,
+        ``metadata["failures"]``; an :class:`EnsembleMemberWarning`); "raise": raise
+        ConvergenceError for the first failure.
     **options : passed to the method's ``build``.
 
     Returns
@@ -277,11 +309,14 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
 
     Raises
     ------
-    InputError (inconsistent batch sizes, bad members — the message names the member; a factory
-    that is not traceable), ConvergenceError (the first member that failed, its step and time;
-    ``.trajectory`` is that member's trajectory up to the failure).
+    InputError (B = 0, inconsistent batch sizes, bad members — the message names the member; a
+    factory that is not traceable), ConvergenceError (with ``on_failure="raise"``: the first
+    member that failed, its step and time; ``.trajectory`` is that member's trajectory up to the
+    failure), RunInterrupted (Ctrl-C; ``.trajectory`` the Ensemble so far).
     """
     h, t_final, save_every, method = check_run(h, t_final, save_every, method)
+    if on_failure not in ("keep", "raise"):
+        raise InputError(f"on_failure must be 'keep' or 'raise'; got {on_failure!r}")
     if not method.compiled:
         raise InputError(f"{method.name} does not run in the compiled engine; ensembles need a compiled method")
     factory = None
@@ -303,12 +338,13 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
         raise InputError("ensemble initial states must be batched with one leading size B; got shapes "
                          + ", ".join(f"{nm} {b.shape}" for nm, b in zip(names, batch)))
     B = batch[0].shape[0]
+    if B == 0:
+        raise InputError("ensemble: no members (the initial states have a leading size B = 0)")
     if factory is not None and B != B_p:
         raise InputError(f"ensemble: {B} initial states but {B_p} parameter sets")
     x0s = tuple(jnp.asarray(a) for a in _checked_members(system, systems if factory else None, batch, project))
     keep_t = None if keep is None else tuple(sorted(set(keep)))
     n_steps = loop.step_count(h, t_final, save_every)
-    n_saves = n_steps // save_every
     chunk_saves = loop.ensemble_chunk_saves(B, chunk_steps)
     per_call = loop.nodes_per_call(chunk_saves, save_every, max(1, loop.ENSEMBLE_CHUNK_MEMBER_STEPS // B))
     md = run_metadata(system, method, h, n_steps, save_every, kwargs, members=B,
@@ -329,21 +365,44 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
             raise InputError(f"ensemble(params=...): {method.name} on this system needs concrete values of "
                              f"the parameters when it is built; batch over parameters that enter only the "
                              f"system's callables ({str(exc).splitlines()[0]})") from None
+    full, rem = loop.save_plan(n_steps, save_every)
+    loop.check_memory(full + (2 if rem else 1), 8 * sum(layout.sizes), B, "ensemble")
     x0s = _pad_members(x0s, devices)
     md["devices"] = len(devices)
     t_run = time.perf_counter()
     state, out0 = start(x0s, hj)
-    arrays, failure, _, _, wall, _ = loop.run_chunks(
-        chunk, layout, state, hj, out0, n_saves, per_call, save_every, progress, md, batched=True, members=B)
-    n_nodes = next(iter(arrays.values())).shape[1]
-    t = h * save_every * np.arange(n_nodes)
-    md.update({"wall_time_s": wall, "compile_time_s": t_run - t_c,
-               "trajectory_steps_per_second": B * n_steps / wall if wall > 0 and failure is None else None})
-    md.update(chart_metadata(arrays, h))
-    if failure is not None:
-        i, k, cause = failure
+    r = loop.run_chunks(chunk, layout, state, hj, loop.node_prefix(out0, True, B), n_steps, per_call,
+                        save_every, progress, md, batched=True, members=B,
+                        stop_on_failure=on_failure == "raise")
+    n_nodes = next(iter(r.arrays.values())).shape[1]
+    t = loop.node_times(h, n_steps, save_every, n_nodes)
+    md.update({"wall_time_s": r.wall, "compile_time_s": t_run - t_c,
+               "trajectory_steps_per_second": B * n_steps / r.wall if r.wall > 0 and not r.failures else None})
+    md.update(chart_metadata(r.arrays, h))
+    status = np.full(B, "ok", dtype=object)
+    for i, (k, cause) in r.failures.items():
+        status[i] = "failed"
+    if r.failures:
+        md["failures"] = {str(i): {"step": k, "time": k * h, "cause": newton_mod.describe(c)}
+                          for i, (k, c) in sorted(r.failures.items())}
+    if r.failures and on_failure == "raise":
+        i = min(r.failures, key=lambda m: r.failures[m][0])
+        k, cause = r.failures[i]
         good = k // save_every + 1
-        traj = trajectory(t[:good], {kk: v[i, :good] for kk, v in arrays.items()}, dict(md, member=i))
+        traj = trajectory(t[:good], {kk: v[i, :good] for kk, v in r.arrays.items()}, dict(md, member=i))
         raise failure_error(method, k, h, cause, traj, "The member's nodes before it are kept in "
                             ".trajectory", where=f"ensemble member {i}, ")
-    return Ensemble(t, arrays, md)
+    ens = Ensemble(t, r.arrays, md, status=np.asarray(status, str))
+    if r.interrupted:
+        from .interrupts import RunInterrupted
+        raise RunInterrupted(f"ensemble: interrupted ({r.interrupted}) at t = {t[-1]:.6g}; the nodes "
+                             f"computed are kept in .trajectory (an Ensemble)", trajectory=ens,
+                             signal_name=r.interrupted)
+    if r.failures:
+        warnings.warn(EnsembleMemberWarning(
+            f"{len(r.failures)} of {B} ensemble members failed (first: member "
+            f"{min(r.failures)}, {md['failures'][str(min(r.failures))]['cause']} at t = "
+            f"{md['failures'][str(min(r.failures))]['time']:.6g}); the others completed. "
+            f"Ensemble.failed lists them, Ensemble.status says which; their nodes after the failure "
+            f"are NaN (on_failure='raise' raises instead)"), stacklevel=2)
+    return ens

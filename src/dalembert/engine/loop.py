@@ -8,9 +8,10 @@ Python statement runs per step, memory stays bounded and a progress bar can move
 The number of active nodes and the steps per node are runtime arguments: one compiled chunk
 serves every run length and every ``save_every`` of a (system, method, options).
 
-Failures: a step whose Newton solve does not converge, or whose new state is not finite, freezes
-the state (node outputs such as the energy are checked too, at the saved nodes: a non-finite one
-fails the last step before that node); the driver reports the first failed step.
+Failures: a step whose Newton solve does not converge, or whose new state or energy is not finite
+(checked at every step), freezes the state (the other node outputs are checked at the saved
+nodes: a non-finite one fails the last step before that node); the driver reports the first
+failed step.
 """
 from __future__ import annotations
 
@@ -38,10 +39,93 @@ ENSEMBLE_CHUNK_MEMBER_STEPS = 1 << 22
 #: takes no step).
 CHUNK_SAVES = 16384
 
-def step_count(h: float, t_final: float, save_every: int) -> int:
-    """Number of steps: ceil(t_final / h) (to 1e-9 relative), rounded up to a multiple of save_every."""
-    n = max(1, math.ceil(t_final / h - 1e-9))
-    return save_every * math.ceil(n / save_every)
+#: Most steps of one run: step indices are exact in float64 (t = k·h) below 2**53.
+MAX_STEPS = 2 ** 53
+#: Most steps per saved node: the compiled loop counts the steps of a node in int32.
+MAX_SAVE_EVERY = 2 ** 31 - 1
+
+
+def step_count(h: float, t_final: float, save_every: int = 1) -> int:
+    """Number of steps of a run that ends exactly at ``t_final``: t_final / h, which must be a
+    whole number (to round-off: within max(1e-6, 64ε·t_final/h)). When ``save_every`` does not
+    divide it, the last saved node is a partial one, at t_final (see :func:`run_chunks`).
+
+    Raises InputError: h > t_final, t_final not a whole number of steps (the message gives the
+    nearest t_final and h that are), more than :data:`MAX_STEPS` steps, save_every above
+    :data:`MAX_SAVE_EVERY`.
+    """
+    if save_every > MAX_SAVE_EVERY:
+        raise InputError(f"save_every = {save_every} is above the largest supported, {MAX_SAVE_EVERY}")
+    ratio = t_final / h
+    if not math.isfinite(ratio) or ratio > MAX_STEPS:
+        raise InputError(f"t_final / h = {ratio:.3g} steps (t_final = {t_final:g}, h = {h:g}) is more "
+                         f"than a run can take ({MAX_STEPS:.3g}); use a larger h or a shorter t_final")
+    n = round(ratio)
+    if n < 1:
+        raise InputError(f"h = {h:g} is larger than t_final = {t_final:g}: a run needs at least one step")
+    if abs(ratio - n) > max(1e-6, 64 * np.finfo(float).eps * ratio):
+        lo, hi = math.floor(ratio), math.ceil(ratio)
+        raise InputError(
+            f"t_final = {t_final:g} is not a whole number of steps of h = {h:g} (t_final / h = "
+            f"{ratio:.10g}); the run would not end at t_final. Use t_final = {hi * h:.12g} ({hi} steps)"
+            + (f" or {lo * h:.12g} ({lo} steps)" if lo >= 1 else "")
+            + f", or h = {t_final / hi:.12g} ({hi} steps)")
+    return n
+
+
+#: A run whose node arrays would take more than this fraction of the memory available when it
+#: starts is refused before it runs (the arrays are held twice for a moment at the end, when the
+#: chunks' pieces are joined: that factor is counted).
+MEMORY_FRACTION = 0.5
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux: MemAvailable; else the free
+    physical pages), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import os
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):          # pragma: no cover - not POSIX
+        return None
+
+
+def check_memory(n_nodes: int, node_bytes: int, members: int = 1, what: str = "run"):
+    """Refuse (InputError) a run whose node arrays (``n_nodes`` × ``node_bytes`` × ``members``,
+    counted twice) exceed :data:`MEMORY_FRACTION` of :func:`available_memory`; the message says
+    how to keep less."""
+    need = 2 * n_nodes * node_bytes * members
+    avail = available_memory()
+    if avail is None or need <= MEMORY_FRACTION * avail:
+        return
+    raise InputError(
+        f"this {what} would keep {n_nodes:,} nodes × {node_bytes * members:,} bytes "
+        f"({need / 2**30:.3g} GiB with the copy made when they are joined), more than "
+        f"{MEMORY_FRACTION:.0%} of the {avail / 2**30:.3g} GiB of memory available: keep fewer nodes "
+        f"(save_every / --save-every), fewer arrays (dl.ensemble(keep=...)), or a shorter t_final")
+
+
+def save_plan(n_steps: int, save_every: int) -> tuple:
+    """(full nodes, steps of the last partial node or 0) of a run: ``n_steps // save_every``
+    nodes ``save_every`` steps apart, then, when ``save_every`` does not divide ``n_steps``, one
+    node after the remaining steps (at t_final)."""
+    return n_steps // save_every, n_steps % save_every
+
+
+def node_times(h: float, n_steps: int, save_every: int, n_nodes: int) -> np.ndarray:
+    """Times (n_nodes,) of the first ``n_nodes`` saved nodes of a run (the last partial node, if
+    any and reached, at n_steps·h)."""
+    full, rem = save_plan(n_steps, save_every)
+    t = h * save_every * np.arange(min(n_nodes, full + 1), dtype=np.float64)
+    if rem and n_nodes == full + 2:
+        t = np.append(t, h * n_steps)
+    return t
 
 
 def ensemble_chunk_saves(members: int, chunk_steps: int) -> int:
@@ -85,16 +169,32 @@ def step_cause(info, new_finite):
     return jnp.where(new_finite, newton_mod.FAILED, newton_mod.NON_FINITE).astype(jnp.int32)
 
 
-def guarded_step(scheme):
+def step_energy(system, scheme):
+    """``energy(state, h)``: the energy of the node a state observes (the ``energy`` of the
+    system's diagnostics; XLA keeps only what it needs), or None for a kind without one."""
+    def energy(st, h):
+        return node_outputs(system, scheme.observe(st, h)).get("energy")
+    return energy
+
+
+def guarded_step(scheme, system=None):
     """``step((state, ok, k, fail_at, cause), h) -> (state, ok, k + 1, fail_at, cause)``: one step
-    of the scheme that keeps the last good state once a step fails (Newton did not converge, or
-    the new state is not finite); ``fail_at`` is the index k of the first failed step (−1 if
-    none) and ``cause`` why it failed (:func:`step_cause`; 0 if none).
+    of the scheme that keeps the last good state once a step fails (Newton did not converge, the
+    new state is not finite, or — given ``system`` — the new node's energy is not finite, e.g. a
+    potential log(x) that went NaN while its gradient did not: checked at every step, not only
+    at the saved nodes); ``fail_at`` is the index k of the first failed step (−1 if none) and
+    ``cause`` why it failed (:func:`step_cause`; 0 if none).
     ``with_info=True`` also returns the step's StepInfo. The one step function of every loop."""
+    energy = None if system is None else step_energy(system, scheme)
+
     def step(carry, h, with_info=False):
         st, ok, k, fail_at, cause = carry
         new, info = scheme.step(st, h)
         finite = all_finite(new)
+        if energy is not None:
+            e = energy(new, h)
+            if e is not None:
+                finite = finite & jnp.all(jnp.isfinite(e))
         good = info.converged & finite
         take = ok & good
         first = ok & ~good
@@ -167,7 +267,8 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
     chaotic quartic, B = 200: 0.046 → 0.035 µs per member-step). A vmapped loop computes every
     member's step anyway, so the count saves nothing for a failed member there.
 
-    ``run_chunk(state, h, n_active, n_sub) -> (state, records, ok, fail_at, it_sum, it_max)``:
+    ``run_chunk(state, h, n_active, n_sub, alive) -> (state, records, ok, fail_at, cause, it_sum,
+    it_max)``: ``alive`` (bool) False takes no step (an ensemble member that failed before);
     three nested loops — the ``n_sub`` (= save_every) steps of a node, the nodes of a *block*, the
     blocks of the chunk. The node outputs are computed per node (as the method's ``observe``
     defines them) and packed into one flat record; a block of records is kept in a buffer of at
@@ -197,9 +298,9 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
     def pack(outs):
         return jnp.concatenate([jnp.ravel(outs[k]).astype(dtype) for k in names])
 
-    step = guarded_step(scheme)
+    step = guarded_step(scheme, system)
 
-    def run_chunk(state, h, n_active, n_sub):
+    def run_chunk(state, h, n_active, n_sub, alive):
         def inner(_, carry):
             *gc, it_sum, it_max = carry
             gc, info = step(tuple(gc), h, with_info=True)
@@ -232,7 +333,8 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
             return carry, lax.dynamic_update_index_in_dim(buf, recs, b, 0)
 
         zero = jnp.array(0, jnp.int32)
-        carry0 = start_carry(state) + (zero, zero)
+        st0, _, k0, f0, c0 = start_carry(state)
+        carry0 = (st0, jnp.asarray(alive, bool), k0, f0, c0, zero, zero)
         # only the blocks that hold active nodes run (a short run in a large chunk costs its own
         # nodes, not the chunk's); the rest of the buffer stays zero and is not reported
         buf0 = jnp.zeros((n_blocks, block, width), dtype)
@@ -243,20 +345,65 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
     return run_chunk
 
 
-def run_chunks(chunk, layout, state, hj, out0, n_saves, per_call, save_every, progress, md, batched,
-               members=None):
-    """Drive the compiled chunks until n_saves nodes are done or a step fails; each call runs at
-    most ``per_call`` nodes (:func:`nodes_per_call`); ``layout`` unpacks the records it keeps.
+def node_prefix(out0, batched: bool, members=None) -> dict:
+    """The node arrays of node 0 (``out0``, a start function's outputs) with a node axis (after
+    the member axis when ``batched``; only the first ``members`` members), as NumPy arrays."""
+    keep_m = slice(None) if members is None else slice(0, members)
+    return {k: (np.asarray(v)[keep_m][:, None] if batched else np.asarray(v)[None])
+            for k, v in out0.items()}
 
-    Returns (arrays, failure, it_total, it_max, wall, state): the node arrays (leading node axis,
-    after the member axis when ``batched``), None or (member, step, cause) of the first failure
-    (member 0 for a single run; cause a key of :data:`dalembert.solvers.newton.CAUSES`),
-    Newton statistics, the wall time and the last internal state.
-    ``members``: keep only the first ``members`` members of a batched run (the others pad the
-    batch to a multiple of the device count).
+
+class ChunkRun(NamedTuple):
+    """What :func:`run_chunks` computed.
+
+    arrays : node arrays (leading node axis; after the member axis when batched), from node 0.
+    failures : {member: (step, cause)} of the first failed step of each member that failed
+        (member 0 for a single run; cause a key of :data:`dalembert.solvers.newton.CAUSES`).
+    it_total, it_max : Newton statistics of the steps taken.
+    wall : wall time of the calls (s).
+    state : the internal state after the last complete call.
+    nodes_done : saved nodes after node 0 computed (the partial last node counts as one).
+    interrupted : None, or the name of what stopped the run (``"SIGINT"``, ``"SIGTERM"``).
+    checkpoint : the path of the last checkpoint written, or None.
     """
+
+    arrays: dict
+    failures: dict
+    it_total: int
+    it_max: int
+    wall: float
+    state: object
+    nodes_done: int
+    interrupted: str | None
+    checkpoint: object
+
+
+def run_chunks(chunk, layout, state, hj, prefix, n_steps, per_call, save_every, progress, md,
+               batched, members=None, *, stop_on_failure=True, nodes_done=0, checkpoint=None,
+               checkpoint_every=None, newton=(0, 0)) -> ChunkRun:
+    """Drive the compiled chunks from ``nodes_done`` saved nodes to the end of an ``n_steps`` run
+    (:func:`save_plan`: full nodes ``save_every`` steps apart, then a partial last node at
+    t_final), at most ``per_call`` nodes per call (:func:`nodes_per_call`); ``layout`` unpacks
+    the records. ``prefix``: the node arrays so far (``nodes_done + 1`` nodes, node axis as in
+    the result).
+
+    Failures: a single run (or an ensemble with ``stop_on_failure``) stops at the first failed
+    step, keeping the nodes before it; otherwise a failed member keeps its last good state (its
+    later nodes are NaN) while the others go on. ``members``: keep only the first ``members``
+    of a batched run (the others pad the batch to a multiple of the device count).
+
+    Interrupts (:mod:`~dalembert.engine.interrupts`): a ``KeyboardInterrupt`` during a call, or a
+    signal deferred by :func:`~dalembert.engine.interrupts.deferred` after it, stops the run with
+    the nodes of the complete calls. ``checkpoint(state, nodes_done, steps_done, arrays_fn, newton,
+    wall) -> path`` (single runs) is called every ``checkpoint_every`` seconds and when the run is
+    interrupted.
+    """
+    from . import interrupts
+
     ax = 1 if batched else 0
     keep_m = slice(None) if members is None else slice(0, members)
+    full, rem = save_plan(n_steps, save_every)
+    total = full + (1 if rem else 0)
 
     def first(x, n):
         return x[keep_m, :n] if batched else x[:n]
@@ -264,29 +411,84 @@ def run_chunks(chunk, layout, state, hj, out0, n_saves, per_call, save_every, pr
     def mine(x):
         return np.asarray(x)[keep_m] if batched else np.asarray(x)
 
-    t_run = time.perf_counter()
-    pieces = [jax.tree_util.tree_map(lambda x: np.expand_dims(mine(x), ax), out0)]
-    done, it_total, it_max, failure = 0, 0, 0, None
-    bar = ProgressBar(progress, n_saves, md)
+    def gathered():
+        return {k: np.concatenate([p_[k] for p_ in pieces], axis=ax) for k in pieces[0]}
+
+    t_run = t_ckpt = time.perf_counter()
+    pieces = [prefix]
+    done, (it_total, it_max), failures, stopped, ckpt = nodes_done, newton, {}, None, None
+    n_lanes = None
+    alive = None
+    bar = ProgressBar(progress, total, md)
     try:
-        while done < n_saves:
-            n_active = min(per_call, n_saves - done)
-            state, outs, ok, fail_at, cause, it_sum, it_mx = chunk(
-                state, hj, jnp.array(n_active, jnp.int32), jnp.array(save_every, jnp.int32))
-            outs = np.asarray(outs)
-            ok, fail_at = np.atleast_1d(mine(ok)), np.atleast_1d(mine(fail_at))
-            cause = np.atleast_1d(mine(cause))
+        while done < total:
+            n_active, n_sub = (min(per_call, full - done), save_every) if done < full else (1, rem)
+            if alive is None:
+                n_lanes = jax.tree_util.tree_leaves(state)[0].shape[0] if batched else None
+                alive = np.ones(n_lanes, bool) if batched else np.array(True)
+            try:
+                new_state, outs, ok, fail_at, cause, it_sum, it_mx = chunk(
+                    state, hj, jnp.array(n_active, jnp.int32), jnp.array(n_sub, jnp.int32),
+                    jnp.asarray(alive))
+                outs = np.asarray(outs)
+            except KeyboardInterrupt:
+                stopped = "SIGINT"
+                break
+            state = new_state
+            ok_all, fail_all, cause_all = (np.atleast_1d(np.asarray(x)) for x in (ok, fail_at, cause))
             it_total += int(np.sum(mine(it_sum)))
             it_max = max(it_max, int(np.max(mine(it_mx))))
-            if not ok.all():
-                i = int(np.argmin(ok))
-                failure = (i, done * save_every + int(fail_at[i]), int(cause[i]))
-                pieces.append(layout.unpack(first(outs, int(fail_at[i]) // save_every)))
+            newly = np.flatnonzero(np.atleast_1d(alive) & ~ok_all)
+            for i in newly:
+                if members is None or i < members:
+                    failures[int(i)] = (done * save_every + int(fail_all[i]), int(cause_all[i]))
+            if batched:
+                alive = alive & ok_all
+            if failures and (stop_on_failure or not batched):
+                i = min(failures, key=lambda m: failures[m][0])
+                keep_rows = (failures[i][0] - done * save_every) // save_every if done < full else 0
+                pieces.append(layout.unpack(first(outs, keep_rows)))
+                done += keep_rows
                 break
             pieces.append(layout.unpack(first(outs, n_active)))
             done += n_active
             bar.update(done, time.perf_counter() - t_run)
+            if batched and not np.any(alive[keep_m]):
+                break
+            stopped = interrupts.requested()
+            if stopped:
+                break
+            if checkpoint is not None and checkpoint_every is not None and \
+                    time.perf_counter() - t_ckpt >= checkpoint_every:
+                ckpt = checkpoint(state, done, _steps(done, full, rem, save_every), gathered,
+                                  (it_total, it_max), time.perf_counter() - t_run)
+                t_ckpt = time.perf_counter()
+    except KeyboardInterrupt:          # between calls (e.g. while unpacking or checkpointing)
+        stopped = "SIGINT"
     finally:
         bar.close()
-    arrays = {k: np.concatenate([p_[k] for p_ in pieces], axis=ax) for k in pieces[0]}
-    return arrays, failure, it_total, it_max, time.perf_counter() - t_run, state
+    arrays = gathered()
+    if stopped and checkpoint is not None:
+        ckpt = checkpoint(state, done, _steps(done, full, rem, save_every), lambda: arrays,
+                          (it_total, it_max), time.perf_counter() - t_run)
+    if batched and failures and not stop_on_failure:
+        _blank_after_failures(arrays, failures, n_steps, save_every)
+    return ChunkRun(arrays, failures, it_total, it_max, time.perf_counter() - t_run, state, done,
+                    stopped, ckpt)
+
+
+def _steps(nodes_done, full, rem, save_every):
+    """Steps taken when ``nodes_done`` saved nodes (after node 0) are done."""
+    return nodes_done * save_every if nodes_done <= full else full * save_every + rem
+
+
+def _blank_after_failures(arrays, failures, n_steps, save_every):
+    """NaN in the nodes of failed members after their failure (they hold the last good state,
+    which is not the trajectory); integer arrays (counters) are left as they are."""
+    n_nodes = next(iter(arrays.values())).shape[1]
+    steps = np.round(node_times(1.0, n_steps, save_every, n_nodes)).astype(np.int64)
+    for i, (k, _) in failures.items():
+        bad = steps > k
+        for a in arrays.values():
+            if a.dtype.kind in "fc":
+                a[i, bad] = np.nan

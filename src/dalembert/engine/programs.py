@@ -96,7 +96,8 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
     """(start, chunk, layout) compiled for a single run; kept with ``system``.
 
     ``start(state0, h) -> (internal state, node outputs)``;
-    ``chunk(state, h, n_active, save_every) -> (state, outputs, ok, fail_at, cause, it_sum, it_max)``
+    ``chunk(state, h, n_active, save_every, alive) -> (state, outputs, ok, fail_at, cause, it_sum,
+    it_max)``
     (see :func:`dalembert.engine.loop.make_chunk`), with :data:`~dalembert.engine.loop.CHUNK_SAVES`
     nodes.
     """
@@ -115,6 +116,7 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
         layout = []
         chunk = loop.make_chunk(b.system, b.scheme, loop.CHUNK_SAVES, state_s, h, layout_out=layout)
         int32 = jax.ShapeDtypeStruct((), jnp.int32)
-        chunk_c = compile_lowered(jax.jit(chunk).lower(state_s, h, int32, int32))
+        chunk_c = compile_lowered(jax.jit(chunk).lower(state_s, h, int32, int32,
+                                                       jax.ShapeDtypeStruct((), jnp.bool_)))
         return start_c, chunk_c, layout[0]
     return cached(system, key, make)

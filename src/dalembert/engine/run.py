@@ -2,6 +2,7 @@
 (the pure functional core, for use inside a user's ``jax.jit`` / ``jax.vmap`` / ``jax.grad``)."""
 from __future__ import annotations
 
+import json
 import math
 import time
 
@@ -105,9 +106,14 @@ def run_metadata(system, method, h, n_steps, save_every, options, **extra) -> di
 # integrate
 # ---------------------------------------------------------------------------------------------
 
+#: Default seconds between two checkpoints of a run that writes them.
+CHECKPOINT_EVERY = 60.0
+
+
 def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool = False,
               progress: bool | None = None, chunk_steps: int = loop.CHUNK_STEPS,
-              metadata: dict | None = None, **kwargs) -> Trajectory:
+              metadata: dict | None = None, checkpoint=None,
+              checkpoint_every: float = CHECKPOINT_EVERY, **kwargs) -> Trajectory:
     """Integrate a nonholonomic system with a structure-preserving method.
 
     Parameters
@@ -121,13 +127,20 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
         (relative to max(1, |v0|)) unless ``project=True``. (Other system kinds take the initial
         state under the names in ``system.state_names``.)
     h : step size (s), > 0.
-    t_final : final time (s), > 0; the number of steps is ceil(t_final / h) rounded up to a
-        multiple of ``save_every`` (``metadata['t_final']`` is the time reached).
-    save_every : keep every K-th node (K ≥ 1).
+    t_final : final time (s), > 0: a whole number of steps of ``h`` (to round-off); the run ends
+        exactly there (``InputError`` otherwise, with the nearest t_final and h that are).
+    save_every : keep every K-th node (K ≥ 1). When K does not divide the number of steps, the
+        last node is a partial one, at t_final (``t`` then ends with a shorter interval).
     project : project a constraint-violating v0 onto the constraint space (kinetic metric).
     progress : show a progress bar (None: when stderr is a terminal and the run lasts > 1 s).
-    chunk_steps : at most this many steps per call of the compiled chunk (progress granularity).
+    chunk_steps : at most this many steps per call of the compiled chunk (progress granularity,
+        and how soon an interrupt is honoured).
     metadata : extra entries for ``Trajectory.metadata`` (e.g. model parameters).
+    checkpoint : a path (``.npz``): write a checkpoint there every ``checkpoint_every`` seconds
+        and when the run is interrupted (:mod:`dalembert.engine.checkpoint`; atomic writes);
+        :func:`resume` continues it. Compiled methods only.
+    checkpoint_every : seconds between checkpoints (default 60; ``math.inf``: only when
+        interrupted).
     **options : passed to the method's ``build`` (e.g. ``fast_path=False``, ``rtol=1e-13``,
         ``startup="legendre"``).
 
@@ -136,6 +149,11 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
     t_final and save_every; it is kept with the system object (``dl.clear_caches()`` drops it).
     ``integrate`` validates its input and returns NumPy arrays, so it does not run inside
     ``jax.jit``/``vmap``/``grad``: use :func:`solve` there.
+
+    Interrupts: Ctrl-C (``KeyboardInterrupt``) during a run raises
+    :class:`~dalembert.engine.interrupts.RunInterrupted` (a ``KeyboardInterrupt``) whose
+    ``.trajectory`` holds the nodes of the completed chunks and ``.checkpoint`` the checkpoint
+    written (if ``checkpoint`` was given).
 
     Returns
     -------
@@ -148,7 +166,7 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
     InputError (bad h, t_final, save_every, initial state, system callables; a method that does
     not integrate this kind — raised before anything is traced), ConstraintViolationError,
     UnknownNameError (method), ConvergenceError (a step failed; ``.trajectory`` holds the nodes
-    computed before it).
+    computed before it), RunInterrupted.
     """
     h, t_final, save_every, method = check_run(h, t_final, save_every, method)
     resolve(system, method)                       # incompatible kinds: refused before any work
@@ -160,15 +178,66 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
                       **{name: x.tolist() for name, x in zip(names, x0s)})
     md.update(metadata or {})
     if not method.compiled:
+        if checkpoint is not None:
+            raise InputError(f"checkpoint: {method.name} does not run in the compiled engine, which "
+                             f"writes the checkpoints")
         return _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options)
-    return _integrate_compiled(system, method, x0s, h, n_steps, save_every, progress,
-                               chunk_steps, md, options)
+    run = _Run(system, method, x0s, h, n_steps, save_every, md, options, progress, chunk_steps,
+               checkpoint, checkpoint_every)
+    return run.go()
+
+
+def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
+           checkpoint_every: float = CHECKPOINT_EVERY) -> Trajectory:
+    """Continue a run from its checkpoint (written by ``integrate(..., checkpoint=path)`` or
+    ``dalembert run --checkpoint``); the result equals the uninterrupted run's bit for bit.
+
+    Parameters
+    ----------
+    path : the checkpoint file, or a run directory holding ``checkpoint.npz``.
+    system : the system object of the run. Not needed for a built-in model run from the command
+        line (the checkpoint names the model and its parameters); for a user's system pass the
+        same system (the checkpoint holds data, not code).
+    progress : as for :func:`integrate`.
+    checkpoint : True (default): keep checkpointing to the same file; a path: to that file;
+        False/None: write none.
+    checkpoint_every : seconds between checkpoints.
+
+    Raises
+    ------
+    InputError (no or damaged checkpoint; a system whose name, kind or state shapes differ from
+    the checkpoint's; a user system not given), and as :func:`integrate`.
+    """
+    from . import checkpoint as ckpt_mod
+
+    ck = ckpt_mod.read(path)
+    md = dict(ck["metadata"])
+    if system is None:
+        if "model" not in md:
+            raise InputError(f"{ck['path']} is a checkpoint of a user system ({md.get('system')}): pass "
+                             f"it again, dl.resume(path, system=...)")
+        from .. import models
+        system = models.get(md["model"], **md.get("parameters", {})).system
+    if getattr(system, "name", None) != md.get("system"):
+        raise InputError(f"the checkpoint is of system {md.get('system')!r}; got {getattr(system, 'name', system)!r}")
+    method = methods.get(md["method"])
+    names = tuple(getattr(system, "state_names", ("q0", "v0")))
+    try:
+        x0s = tuple(np.asarray(md[n], np.float64) for n in names)
+    except KeyError as exc:
+        raise InputError(f"the checkpoint has no initial state {exc} of {system.name}") from None
+    if checkpoint is True:
+        checkpoint = ck["path"]
+    run = _Run(system, method, x0s, float(md["h"]), int(md["n_steps"]), int(md["save_every"]), md,
+               dict(md.get("options", {})), progress, loop.CHUNK_STEPS, checkpoint or None,
+               checkpoint_every)
+    return run.go(resume_from=ck)
 
 
 def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options):
     target, convert = view_of(system, method, x0s)
     x0s = tuple(np.asarray(a) for a in convert(*x0s))
-    t = h * np.arange(0, n_steps + 1, save_every)
+    t = loop.node_times(h, n_steps, save_every, n_steps // save_every + 2)
     t0 = time.perf_counter()
     arrays, info = method.solve(target, *x0s, t, **options)
     wall = time.perf_counter() - t0
@@ -179,37 +248,105 @@ def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, optio
     return trajectory(t, dict(arrays, **{k: np.asarray(a) for k, a in diag.items() if k not in arrays}), md)
 
 
-def _integrate_compiled(system, method, x0s, h, n_steps, save_every, progress, chunk_steps, md,
-                        options):
-    n_saves = n_steps // save_every
-    x0j, hj = tuple(jnp.asarray(x) for x in x0s), jnp.asarray(h, jnp.float64)
-    t_compile = time.perf_counter()
-    start, chunk, layout = single_run_programs(system, method, options, x0j, hj)
-    t_run = time.perf_counter()
-    compile_s = t_run - t_compile
-    state, out0 = start(x0j, hj)
-    per_call = loop.nodes_per_call(loop.CHUNK_SAVES, save_every, chunk_steps)
-    arrays, failure, it_total, it_max, wall, _ = loop.run_chunks(
-        chunk, layout, state, hj, out0, n_saves, per_call, save_every, progress, md, batched=False)
-    cause = None if failure is None else failure[2]
-    failure = None if failure is None else failure[1]
-    n_nodes = next(iter(arrays.values())).shape[0]
-    steps_done = failure if failure is not None else n_steps
-    md.update({
-        "wall_time_s": wall, "compile_time_s": compile_s,
-        "steps_per_second": steps_done / wall if wall > 0 else None,
-        "newton": {"total_iterations": it_total, "max_iterations": it_max,
-                   "mean_iterations": it_total / max(steps_done, 1)},
-        "node_velocity": method.traits.node_velocity,
-    })
-    t = h * save_every * np.arange(n_nodes)
-    md.update(chart_metadata(arrays, h))
-    traj = trajectory(t, arrays, md)
-    if failure is not None:
-        raise failure_error(method, failure, h, cause, traj,
-                            f"{n_nodes} nodes up to t = {traj.t[-1]:.6g} are kept in .trajectory")
-    monitors.post_run_checks(traj, method)
-    return traj
+class _Run:
+    """A compiled single run (fresh, or resumed from a checkpoint): programs, driver, result."""
+
+    def __init__(self, system, method, x0s, h, n_steps, save_every, md, options, progress,
+                 chunk_steps, checkpoint, checkpoint_every):
+        self.system, self.method, self.x0s, self.h = system, method, x0s, h
+        self.n_steps, self.save_every, self.md, self.options = n_steps, save_every, md, options
+        self.progress, self.chunk_steps = progress, chunk_steps
+        self.checkpoint, self.checkpoint_every = checkpoint, checkpoint_every
+        if checkpoint is not None:
+            from ..trajectory import _json_default
+            try:
+                json.dumps(md, default=_json_default)
+            except TypeError as exc:
+                raise InputError(f"checkpoint: the run's options/metadata must be JSON values ({exc})") from None
+            if not checkpoint_every >= 0:          # (math.inf: only when interrupted)
+                raise InputError(f"checkpoint_every must be a number of seconds ≥ 0; got {checkpoint_every!r}")
+
+    def _write_checkpoint(self, prior_wall):
+        from . import checkpoint as ckpt_mod
+        base = {k: v for k, v in self.md.items()}
+
+        def write(state, done, steps, arrays_fn, newton, wall):
+            return ckpt_mod.write(self.checkpoint, metadata=base,
+                                  state_leaves=[np.asarray(x) for x in jax.tree_util.tree_leaves(state)],
+                                  nodes_done=done, steps_done=steps, arrays=arrays_fn(), newton=newton,
+                                  wall_time_s=prior_wall + wall)
+        return write
+
+    def go(self, resume_from=None) -> Trajectory:
+        method, h, md, save_every = self.method, self.h, self.md, self.save_every
+        x0j, hj = tuple(jnp.asarray(x) for x in self.x0s), jnp.asarray(h, jnp.float64)
+        t_compile = time.perf_counter()
+        start, chunk, layout = single_run_programs(self.system, method, self.options, x0j, hj)
+        compile_s = time.perf_counter() - t_compile
+        full, rem = loop.save_plan(self.n_steps, save_every)
+        loop.check_memory(full + (2 if rem else 1), 8 * sum(layout.sizes))
+        state, out0 = start(x0j, hj)
+        prior_wall, newton, nodes_done = 0.0, (0, 0), 0
+        prefix = loop.node_prefix(out0, batched=False)
+        if resume_from is not None:
+            state = _restored_state(state, resume_from)
+            prefix, nodes_done = resume_from["arrays"], resume_from["nodes_done"]
+            if set(prefix) != set(layout.names):
+                raise InputError(f"the checkpoint's node arrays {sorted(prefix)} are not this run's "
+                                 f"{sorted(layout.names)}")
+            nw = resume_from["newton"]
+            newton = (nw.get("total_iterations", 0), nw.get("max_iterations", 0))
+            prior_wall = resume_from["wall_time_s"]
+        per_call = loop.nodes_per_call(loop.CHUNK_SAVES, save_every, self.chunk_steps)
+        r = loop.run_chunks(chunk, layout, state, hj, prefix, self.n_steps, per_call, save_every,
+                            self.progress, md, batched=False, nodes_done=nodes_done,
+                            checkpoint=None if self.checkpoint is None else self._write_checkpoint(prior_wall),
+                            checkpoint_every=self.checkpoint_every, newton=newton)
+        failure = r.failures.get(0)
+        n_nodes = next(iter(r.arrays.values())).shape[0]
+        steps_done = failure[0] if failure is not None else loop._steps(
+            r.nodes_done, *loop.save_plan(self.n_steps, save_every), save_every)
+        steps_now = steps_done - (resume_from["steps_done"] if resume_from else 0)
+        md.update({
+            "wall_time_s": r.wall, "compile_time_s": compile_s,
+            "steps_per_second": steps_now / r.wall if r.wall > 0 else None,
+            "newton": {"total_iterations": r.it_total, "max_iterations": r.it_max,
+                       "mean_iterations": r.it_total / max(steps_done, 1)},
+            "node_velocity": method.traits.node_velocity,
+        })
+        if resume_from is not None:
+            md.update({"resumed_from": str(resume_from["path"]), "resumed_at_step": resume_from["steps_done"],
+                       "wall_time_total_s": prior_wall + r.wall})
+        t = loop.node_times(h, self.n_steps, save_every, n_nodes)
+        md.update(chart_metadata(r.arrays, h))
+        traj = trajectory(t, r.arrays, md)
+        if r.interrupted:
+            from .interrupts import RunInterrupted
+            where = f"; checkpoint {r.checkpoint}" if r.checkpoint else ""
+            raise RunInterrupted(
+                f"{method.name}: interrupted ({r.interrupted}) after {steps_done} of {self.n_steps} steps "
+                f"(t = {traj.t[-1]:.6g}); {n_nodes} nodes are kept in .trajectory{where}",
+                trajectory=traj, checkpoint=r.checkpoint, signal_name=r.interrupted, step=steps_done)
+        if failure is not None:
+            raise failure_error(method, failure[0], h, failure[1], traj,
+                                f"{n_nodes} nodes up to t = {traj.t[-1]:.6g} are kept in .trajectory")
+        monitors.post_run_checks(traj, method)
+        return traj
+
+
+def _restored_state(state, ck):
+    """The checkpoint's state leaves in the tree structure of ``state`` (a fresh start's),
+    checked leaf by leaf for shape and dtype."""
+    leaves, treedef = jax.tree_util.tree_flatten(state)
+    saved = ck["state_leaves"]
+    if len(saved) != len(leaves):
+        raise InputError(f"the checkpoint's internal state has {len(saved)} arrays; this method's has "
+                         f"{len(leaves)} (a different method, options or version?)")
+    for i, (a, b) in enumerate(zip(saved, leaves)):
+        if a.shape != tuple(b.shape) or a.dtype != np.dtype(b.dtype):
+            raise InputError(f"the checkpoint's internal state array {i} has shape {a.shape} "
+                             f"{a.dtype}; this method's has {tuple(b.shape)} {b.dtype}")
+    return jax.tree_util.tree_unflatten(treedef, [jnp.asarray(a) for a in saved])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,7 +402,7 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     b, state0, h = _bind_traced(system, method, state0, h, options)
     state = b.scheme.init(*b.convert(*state0), h) if start is None else start
     first = loop.node_outputs(b.system, b.scheme.observe(state, h))
-    step = loop.guarded_step(b.scheme)
+    step = loop.guarded_step(b.scheme, b.system)
 
     def node(carry, _):
         carry = lax.fori_loop(0, save_every, lambda _, c: step(c, h), carry)
@@ -286,7 +423,7 @@ def final_state(system, method, state0, h, n_steps, **options) -> dict:
     only: the loop's trip count is dynamic). Returns the node arrays of the last node, ``ok`` and
     ``failed_step``."""
     b, state0, h = _bind_traced(system, method, state0, h, options)
-    step = loop.guarded_step(b.scheme)
+    step = loop.guarded_step(b.scheme, b.system)
     carry = loop.start_carry(b.scheme.init(*b.convert(*state0), h))
     carry = lax.fori_loop(0, n_steps, lambda _, c: step(c, h), carry)
     out = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))

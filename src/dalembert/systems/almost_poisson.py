@@ -17,7 +17,7 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from .kind import SystemKind
-from .nonholonomic import _as_vector
+from .nonholonomic import _as_vector, _expect_real
 
 #: A chart whose conditioning measure (1 at its anchor, 0 where its basis of the constraint
 #: distribution degenerates; see :mod:`dalembert.systems.reduction`) falls below this value at a
@@ -152,9 +152,11 @@ class AlmostPoissonSystem(SystemKind):
             for nm, fn in (("poisson_matrix", self.poisson_matrix),
                            ("hamiltonian", lambda y: jnp.asarray(self._h(y)))):
                 try:
-                    shape = tuple(jax.eval_shape(fn, xs).shape)
+                    out = jax.eval_shape(fn, xs)
                 except Exception as exc:  # a user's callable may raise anything
                     raise SystemError_(f"{nm}(x0) raised {type(exc).__name__}: {exc}") from exc
+                _expect_real(out, nm)
+                shape = tuple(out.shape)
                 want = (N, N) if nm == "poisson_matrix" else ()
                 if shape != want and not (nm == "hamiltonian" and shape == (1,)):
                     raise SystemError_(f"{nm}(x0) returned shape {shape}; expected {want} for x0 of shape {(N,)}")

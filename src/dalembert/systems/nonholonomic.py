@@ -77,7 +77,16 @@ def _shape_of(fn, name: str, q):
         out = jax.eval_shape(fn, jax.ShapeDtypeStruct(q.shape, jnp.float64))
     except Exception as exc:  # a user's callable may raise anything
         raise SystemError_(f"{name}(q0) raised {type(exc).__name__}: {exc}") from exc
+    _expect_real(out, name)
     return tuple(out.shape)
+
+
+def _expect_real(out, name: str):
+    """A callable's traced output must be real: a complex one would lose its imaginary part
+    silently where the integrator casts to float64."""
+    if jnp.issubdtype(out.dtype, jnp.complexfloating):
+        raise SystemError_(f"{name}(q0) returns complex values ({out.dtype}); the system's functions "
+                           f"must be real-valued")
 
 
 def _expect_shape(shape, name: str, expected: tuple, what: str, q):

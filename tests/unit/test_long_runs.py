@@ -1,0 +1,195 @@
+"""Runs that end where asked and never lose work (issue 14): exact end times with a partial last
+node, checks at every step, checkpoints and resume (bit for bit), interrupts, ensembles that keep
+their healthy members, and the memory bound."""
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dalembert as dl
+from dalembert.engine import checkpoint as ckpt_mod
+from dalembert.engine import interrupts, loop
+
+from test_protocol import knife_edge as spring_skate   # a system of ours, not in the zoo
+
+Q0, V0 = np.array([0.3, -0.2, 0.1]), np.array([np.cos(0.1), np.sin(0.1), 0.7])
+
+
+def log_potential_skate():
+    """A skate whose potential log(1 + x) goes NaN at x < −1 while its gradient stays finite."""
+    return dl.NonholonomicSystem(
+        mass_matrix=jnp.eye(3), potential=lambda q: jnp.log(1.0 + q[0]),
+        constraint_matrix=lambda q: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]), name="log-skate")
+
+
+SPRING = spring_skate()
+LOGSK = log_potential_skate()
+
+
+# --- end times --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("h, T, what", [(0.03, 10.0, "not a whole number of steps"),
+                                        (100.0, 10.0, "larger than t_final"),
+                                        (5e-324, 10.0, "more than a run can take"),
+                                        (1e-3, 1e308, "more than a run can take")])
+def test_bad_end_times_are_input_errors(h, T, what):
+    with pytest.raises(dl.InputError, match=what):
+        dl.integrate(SPRING, "nh-rattle", q0=Q0, v0=V0, h=h, t_final=T)
+
+
+def test_save_every_above_int32_is_an_input_error():
+    with pytest.raises(dl.InputError, match="save_every"):
+        dl.integrate(SPRING, "nh-rattle", q0=Q0, v0=V0, h=0.1, t_final=1.0, save_every=2 ** 31)
+
+
+@pytest.mark.parametrize("method", ["nh-rattle", "gni-midpoint"])
+def test_partial_last_node_ends_at_t_final_with_the_same_nodes(method):
+    every = dl.integrate(SPRING, method, q0=Q0, v0=V0, h=0.01, t_final=10.0)
+    strided = dl.integrate(SPRING, method, q0=Q0, v0=V0, h=0.01, t_final=10.0, save_every=7)
+    assert strided.t[-1] == pytest.approx(10.0, abs=1e-12) and strided.metadata["t_final"] == pytest.approx(10.0)
+    assert len(strided) == 1000 // 7 + 2
+    np.testing.assert_array_equal(strided.q[:-1], every.q[:-1:7])
+    np.testing.assert_array_equal(strided.q[-1], every.q[-1])
+    np.testing.assert_allclose(strided.t[:-1], every.t[:-1:7], rtol=0, atol=1e-12)
+
+
+# --- checks at every step -----------------------------------------------------------------------
+
+def test_non_finite_energy_is_caught_at_the_step_whatever_save_every():
+    kw = dict(q0=np.zeros(3), v0=np.array([-3.0, 0.0, 0.0]), h=0.01, t_final=5.0)
+    steps = []
+    for k in (1, 7):
+        with pytest.raises(dl.ConvergenceError) as e:
+            dl.integrate(LOGSK, "nh-rattle", save_every=k, **kw)
+        steps.append(e.value.step)
+        tr = e.value.trajectory
+        assert np.all(np.isfinite(tr.energy)) and tr.t[-1] <= e.value.time
+    assert steps[0] == steps[1]
+
+
+# --- checkpoints, resume, interrupts --------------------------------------------------------
+
+def _interrupt_after(monkeypatch, calls: int, name="SIGTERM"):
+    """Make the driver see a deferred signal after ``calls`` chunk calls."""
+    n = {"k": 0}
+
+    def fake():
+        n["k"] += 1
+        return name if n["k"] >= calls else None
+    monkeypatch.setattr(interrupts, "requested", fake)
+
+
+@pytest.mark.parametrize("method, system", [("nh-rattle", SPRING), ("gni-midpoint", SPRING),
+                                            ("dg-gonzalez", SPRING)])
+def test_interrupted_then_resumed_equals_uninterrupted_bit_for_bit(method, system, tmp_path, monkeypatch):
+    kw = dict(q0=Q0, v0=V0, h=0.02, t_final=40.0, save_every=3)
+    ref = dl.integrate(system, method, **kw)
+    ck = tmp_path / "ck.npz"
+    _interrupt_after(monkeypatch, 2)
+    with pytest.raises(dl.RunInterrupted) as e:
+        dl.integrate(system, method, chunk_steps=300, checkpoint=ck, checkpoint_every=1e9, **kw)
+    monkeypatch.undo()
+    part = e.value.trajectory
+    assert e.value.signal == "SIGTERM" and e.value.checkpoint == ck and 0 < len(part) < len(ref)
+    np.testing.assert_array_equal(part.q, ref.q[:len(part)])
+    res = dl.resume(ck, system=system)
+    assert res.metadata["resumed_at_step"] == e.value.step
+    for k in ("t", "q", "v", "energy", "constraint_residual"):
+        np.testing.assert_array_equal(getattr(res, k), getattr(ref, k), err_msg=k)
+
+
+def test_keyboard_interrupt_keeps_the_completed_chunks(monkeypatch):
+    kw = dict(q0=Q0, v0=V0, h=0.02, t_final=40.0)
+    ref = dl.integrate(SPRING, "nh-rattle", **kw)
+    real = loop.ProgressBar.update
+    n = {"k": 0}
+
+    def update(self, done, elapsed):           # Ctrl-C arriving between two chunk calls
+        n["k"] += 1
+        if n["k"] == 3:
+            raise KeyboardInterrupt
+        return real(self, done, elapsed)
+    monkeypatch.setattr(loop.ProgressBar, "update", update)
+    with pytest.raises(KeyboardInterrupt) as e:
+        dl.integrate(SPRING, "nh-rattle", chunk_steps=250, **kw)
+    assert isinstance(e.value, dl.RunInterrupted)
+    part = e.value.trajectory
+    assert len(part) == 3 * 250 + 1
+    np.testing.assert_array_equal(part.q, ref.q[:len(part)])
+
+
+def test_resume_refuses_damaged_checkpoints_and_other_systems(tmp_path, monkeypatch):
+    ck = tmp_path / "ck.npz"
+    _interrupt_after(monkeypatch, 1)
+    with pytest.raises(dl.RunInterrupted):
+        dl.integrate(SPRING, "nh-rattle", q0=Q0, v0=V0, h=0.02, t_final=40.0, chunk_steps=300, checkpoint=ck)
+    monkeypatch.undo()
+    with pytest.raises(dl.InputError, match="user system"):
+        dl.resume(ck)
+    with pytest.raises(dl.InputError, match="system"):
+        dl.resume(ck, system=LOGSK)
+    data = ck.read_bytes()
+    (tmp_path / "cut.npz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(dl.InputError, match="damaged"):
+        dl.resume(tmp_path / "cut.npz", system=SPRING)
+    with pytest.raises(dl.InputError, match="no checkpoint"):
+        dl.resume(tmp_path / "none.npz", system=SPRING)
+
+
+# --- ensembles --------------------------------------------------------------------------------
+
+def test_ensemble_keeps_healthy_members_and_round_trips(tmp_path):
+    q0 = np.zeros((3, 3))
+    v0 = np.array([[2.0, 0.0, 0.0], [-3.0, 0.0, 0.0], [0.2, 0.0, 0.3]])
+    kw = dict(h=0.01, t_final=1.0, save_every=7)
+    with pytest.warns(dl.engine.ensembles.EnsembleMemberWarning, match="1 of 3"):
+        ens = dl.ensemble(LOGSK, "nh-rattle", q0=q0, v0=v0, **kw)
+    assert list(ens.status) == ["ok", "failed", "ok"] and list(ens.failed) == [1]
+    with pytest.raises(dl.ConvergenceError) as e:
+        dl.integrate(LOGSK, "nh-rattle", q0=q0[1], v0=v0[1], **kw)
+    assert ens.metadata["failures"]["1"]["step"] == e.value.step
+    good = len(e.value.trajectory)
+    np.testing.assert_allclose(ens.q[1, :good], e.value.trajectory.q, rtol=0, atol=1e-13)
+    assert np.all(np.isnan(ens.q[1, good:]))
+    for i in (0, 2):
+        tr = dl.integrate(LOGSK, "nh-rattle", q0=q0[i], v0=v0[i], **kw)
+        np.testing.assert_allclose(ens.q[i], tr.q, rtol=0, atol=1e-13)
+    back = dl.load(ens.save(tmp_path / "ens"))
+    assert isinstance(back, dl.Ensemble) and list(back.status) == list(ens.status)
+    np.testing.assert_array_equal(back.q, ens.q)
+    with pytest.raises(dl.ConvergenceError, match="member 1"):
+        dl.ensemble(LOGSK, "nh-rattle", q0=q0, v0=v0, on_failure="raise", **kw)
+
+
+def test_ensemble_without_members_is_an_input_error():
+    with pytest.raises(dl.InputError, match="no members"):
+        dl.ensemble(SPRING, "nh-rattle", q0=np.zeros((0, 3)), v0=np.zeros((0, 3)), h=0.1, t_final=1.0)
+
+
+# --- bounds and files ---------------------------------------------------------------------------
+
+def test_a_run_too_large_for_memory_is_refused_before_it_runs(monkeypatch):
+    monkeypatch.setattr(loop, "available_memory", lambda: 10 ** 6)
+    with pytest.raises(dl.InputError, match="save_every"):
+        dl.integrate(SPRING, "nh-rattle", q0=Q0, v0=V0, h=0.001, t_final=100.0)
+
+
+def test_complex_valued_callables_are_refused():
+    sys_c = dl.NonholonomicSystem(mass_matrix=jnp.eye(3), potential=lambda q: (1.0 + 1j) * q[0],
+                                  constraint_matrix=lambda q: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]))
+    with pytest.raises(dl.InputError, match="complex"):
+        dl.integrate(sys_c, "nh-rattle", q0=Q0, v0=V0, h=0.1, t_final=1.0)
+
+
+def test_load_refuses_truncated_and_inconsistent_files(tmp_path):
+    tr = dl.integrate(SPRING, "nh-rattle", q0=Q0, v0=V0, h=0.1, t_final=1.0)
+    p = tr.save(tmp_path / "a.npz")
+    data = p.read_bytes()
+    for cut in (len(data) // 3, len(data) - 10):
+        (tmp_path / "cut.npz").write_bytes(data[:cut])
+        with pytest.raises(dl.InputError, match="trajectory"):
+            dl.load(tmp_path / "cut.npz")
+    np.savez(tmp_path / "bad.npz", t=tr.t, q=tr.q[:-1], metadata=np.array("{}"))
+    with pytest.raises(dl.InputError, match="'q'"):
+        dl.load(tmp_path / "bad.npz")
