@@ -32,15 +32,22 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
 
+import jax.numpy as jnp
 import numpy as np
+
+from .methods.base import Scheme
 
 #: default relative amplitude of the alternating component that triggers the warning
 THRESHOLD = 1e-2
 #: the onset is where the relative amplitude last rose above THRESHOLD·ONSET_FRACTION
 ONSET_FRACTION = 0.1
-#: method families whose trajectories are checked after dl.integrate
-CHECKED_FAMILIES = ("gni", "lie-gni", "reduced-gni")
+#: method families whose trajectories are checked after dl.integrate (their compiled steps
+#: carry the in-loop statistic of :func:`with_sawtooth`)
+CHECKED_FAMILIES = ("gni", "lie-gni", "reduced-gni", "exp-chart")
+#: name of the node array of the in-loop statistic
+AMPLITUDE = "sawtooth_amplitude"
 
 _HIGHPASS = np.array([1.0, -4.0, 6.0, -4.0, 1.0]) / 16.0
 
@@ -124,6 +131,96 @@ def sawtooth_indicator(u, speed):
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# the in-loop statistic: every step, whatever save_every
+# ---------------------------------------------------------------------------------------------
+
+class SawtoothState(NamedTuple):
+    """The state of a monitored scheme: the method's own state and the last step velocities.
+
+    inner : the method's state.  x : the configuration after the last step (q, or R on SO(3)).
+    u : (4, d) the last four step velocities, newest first.  amp : |Σ c_i u_{k−4+i}| (the
+    binomial high-pass of the module doc) at the last step; −1 until five steps were taken.
+    n : steps taken (capped at 4)."""
+
+    inner: Any
+    x: Any
+    u: Any
+    amp: Any
+    n: Any
+
+
+@dataclass(frozen=True)
+class MonitoredScheme(Scheme):
+    """A :class:`~dalembert.methods.base.Scheme` whose state also carries the period-2 statistic
+    (:func:`with_sawtooth`); ``wrap(inner_state, h)`` makes its state from a method state."""
+
+    wrap: Callable = None
+
+
+def _as_dict(obs) -> dict:
+    return dict(obs) if isinstance(obs, dict) else obs._asdict()
+
+
+def _configuration(obs):
+    d = _as_dict(obs)
+    return d.get("q") if d.get("q") is not None else d.get("R")
+
+
+def _step_velocity(x0, x1, h):
+    if x1.ndim == 2:                                   # SO(3): vee(log(R_kᵀ R_{k+1})) / h
+        from .lie import so3
+        return so3.log(so3.matmul(so3.transpose(x0), x1)) / h
+    return jnp.ravel(x1 - x0) / h
+
+
+def with_sawtooth(scheme: Scheme) -> Scheme:
+    """``scheme`` with the period-2 statistic of every step in its state and its node outputs.
+
+    After each step the one-sided step velocity u_k = (q_{k+1} − q_k)/h (on SO(3):
+    vee(log(R_kᵀR_{k+1}))/h) enters the binomial high-pass of the module doc,
+    a_k = |u_{k−4} − 4u_{k−3} + 6u_{k−2} − 4u_{k−1} + u_k| / 16, which returns the amplitude A of
+    a component (−1)^k A and damps a smooth one by (ωh)⁴/16. Its value at the last step is the
+    node array ``sawtooth_amplitude`` (−1 before the fifth step): computed from consecutive
+    steps, so a period-2 mode is seen whatever ``save_every`` is (an even stride hid it from the
+    node-based detector). The method's own state evolves exactly as without the monitor. The
+    node must have q or R (:func:`has_configuration`)."""
+    def wrap(inner, h):
+        x = _configuration(scheme.observe(inner, h))
+        d = _step_velocity(x, x, 1.0).shape[0]
+        return SawtoothState(inner, x, jnp.zeros((4, d), x.dtype), jnp.asarray(-1.0, x.dtype),
+                             jnp.asarray(0, jnp.int32))
+
+    def init(*args):
+        return wrap(scheme.init(*args), args[-1])
+
+    def step(st, h):
+        new, info = scheme.step(st.inner, h)
+        x = _configuration(scheme.observe(new, h))
+        u = _step_velocity(st.x, x, h)
+        window = jnp.concatenate([u[None], st.u], axis=0)            # u_k, u_{k−1}, ..., u_{k−4}
+        amp = jnp.linalg.norm(jnp.asarray(_HIGHPASS) @ window)
+        amp = jnp.where(st.n >= 4, amp, -1.0)
+        return SawtoothState(new, x, window[:4], amp.astype(st.amp.dtype), jnp.minimum(st.n + 1, 4)), info
+
+    def observe(st, h):
+        d = _as_dict(scheme.observe(st.inner, h))
+        d[AMPLITUDE] = st.amp
+        return d
+
+    return MonitoredScheme(init=init, step=step, observe=observe, wrap=wrap)
+
+
+def has_configuration(obs_shapes) -> bool:
+    """Whether a node (its observation, or the shapes of it) has q or R."""
+    return _configuration(obs_shapes) is not None
+
+
+def monitored(method) -> bool:
+    """Whether ``method`` carries the in-loop period-2 statistic (:data:`CHECKED_FAMILIES`)."""
+    return getattr(getattr(method, "traits", None), "family", "") in CHECKED_FAMILIES
+
+
 def detect_parasitic_mode(traj=None, *, q=None, R=None, speed=None, h=None, threshold: float = THRESHOLD,
                           onset_fraction: float = ONSET_FRACTION) -> SawtoothReport:
     """Look for a growing period-2 component in a trajectory (module doc).
@@ -131,8 +228,11 @@ def detect_parasitic_mode(traj=None, *, q=None, R=None, speed=None, h=None, thre
     Parameters
     ----------
     traj : a Trajectory with q (N+1, n) and v, or with extra R (N+1, 3, 3) and omega; or give
-        q / R, speed (N+1, ...) and h directly. The nodes must be consecutive steps or an odd
-        stride (an even ``save_every`` aliases the mode away; the result is then "not detected").
+        q / R, speed (N+1, ...) and h directly. A trajectory of a monitored method carries the
+        in-loop statistic ``sawtooth_amplitude`` (:func:`with_sawtooth`), which is used then,
+        whatever its ``save_every``. Otherwise the statistic is computed from the nodes, which
+        must be consecutive steps or an odd stride (an even ``save_every`` aliases the mode
+        away; the result is then "not detected").
     threshold : relative amplitude that counts as detected.
     onset_fraction : the onset is where the amplitude last rose above threshold·onset_fraction.
 
@@ -141,12 +241,21 @@ def detect_parasitic_mode(traj=None, *, q=None, R=None, speed=None, h=None, thre
     SawtoothReport
     """
     stride = 1
+    if traj is not None and AMPLITUDE in traj.extra and speed_of(traj) is not None:
+        # the in-loop statistic (every step): whatever save_every, and a last partial node is
+        # a node like the others
+        stride = int((traj.metadata or {}).get("save_every", 1))
+        amp = np.asarray(traj.extra[AMPLITUDE], float)
+        speed = np.linalg.norm(np.asarray(speed_of(traj), float).reshape(len(amp), -1), axis=1)
+        floor = max(1e-3 * float(np.median(speed)), np.finfo(float).tiny)
+        rel = np.where(amp >= 0, amp / np.maximum(speed, floor), np.nan)
+        return _report(rel, speed, stride, threshold, onset_fraction)
     if traj is not None:
         md = traj.metadata or {}
         h = md.get("h", None) if h is None else h
         stride = int(md.get("save_every", 1))
         h = (h or float(traj.t[1] - traj.t[0])) * stride
-        speed = traj.v if traj.q is not None else traj.extra.get("omega")
+        speed = speed_of(traj)
         n = len(traj.t)
         if stride % 2 == 0 or speed is None:
             return SawtoothReport(False, None, None, None, 0.0, np.full(n, np.nan), threshold)
@@ -159,6 +268,16 @@ def detect_parasitic_mode(traj=None, *, q=None, R=None, speed=None, h=None, thre
         n = len(speed)
     u = step_velocity(q=q, R=R, h=h)
     rel = np.concatenate([sawtooth_indicator(u, speed), np.full(n - len(speed), np.nan)])
+    return _report(rel, speed, stride, threshold, onset_fraction)
+
+
+def speed_of(traj):
+    """The node speeds a sawtooth is measured against: v, or omega on SO(3) (None if neither)."""
+    return traj.v if traj.q is not None else traj.extra.get("omega")
+
+
+def _report(rel, speed, stride, threshold, onset_fraction) -> SawtoothReport:
+    """The report of a relative-amplitude series ``rel`` at the nodes (``stride`` steps apart)."""
     finite = np.isfinite(rel)
     mx = float(np.max(rel[finite])) if finite.any() else 0.0
     over = np.nonzero(finite & (rel > threshold))[0]
@@ -174,7 +293,8 @@ def detect_parasitic_mode(traj=None, *, q=None, R=None, speed=None, h=None, thre
     rate = None
     if k - onset >= 2:
         kk = np.arange(onset, k + 1)
-        amp = rel[kk] * np.maximum(np.linalg.norm(np.asarray(speed, float).reshape(len(speed), -1), axis=1)[kk], 1e-300)
+        sp = np.linalg.norm(np.asarray(speed, float).reshape(len(speed), -1), axis=1)
+        amp = rel[kk] * np.maximum(sp[kk], 1e-300)
         rate = float(np.polyfit(kk, np.log(amp), 1)[0]) / stride
         if rate <= 0:
             return SawtoothReport(False, None, None, None, mx, rel, threshold)

@@ -193,3 +193,28 @@ def test_load_refuses_truncated_and_inconsistent_files(tmp_path):
     np.savez(tmp_path / "bad.npz", t=tr.t, q=tr.q[:-1], metadata=np.array("{}"))
     with pytest.raises(dl.InputError, match="'q'"):
         dl.load(tmp_path / "bad.npz")
+
+
+def test_a_metric_that_loses_its_symmetry_during_the_run_is_caught():
+    """G(q) symmetric at q0 but not once x > 0.5: the run stops at the first saved node past it
+    (cause INVARIANT) instead of returning a trajectory with a silently wrong energy."""
+    def G(q):
+        skew = jnp.maximum(q[0] - 0.5, 0.0)
+        return jnp.array([[1.0, skew, 0.0], [-skew, 1.0, 0.0], [0.0, 0.0, 0.3]]) + 0.1 * jnp.diag(jnp.sin(q) ** 2)
+    bad = dl.NonholonomicSystem(mass_matrix=G, constraint_matrix=lambda q: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]),
+                                name="skewing-metric")
+    from dalembert.solvers import newton_module as nm
+    with pytest.raises(dl.ConvergenceError, match="not symmetric") as e:
+        dl.integrate(bad, "gni-midpoint", q0=np.zeros(3), v0=np.array([1.0, 0.0, 0.0]), h=0.01, t_final=2.0,
+                     save_every=5)
+    assert e.value.cause == nm.INVARIANT and 0.5 <= e.value.time <= 0.56
+    assert np.all(e.value.trajectory.q[:, 0] <= 0.5 + 1e-12)
+
+
+def test_a_poisson_matrix_that_loses_its_skew_symmetry_is_caught():
+    def Pi(x):
+        drift = jnp.maximum(x[0] - 1.2, 0.0)
+        return jnp.array([[0.0, 1.0], [-1.0 + drift, 0.0]])
+    ap = dl.AlmostPoissonSystem(poisson_matrix=Pi, hamiltonian=lambda x: 0.5 * x @ x, name="skew-drift")
+    with pytest.raises(dl.ConvergenceError, match="not skew"):
+        dl.integrate(ap, "dg-gonzalez", x0=np.array([1.0, 1.0]), h=0.01, t_final=10.0)

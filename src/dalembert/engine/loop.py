@@ -9,9 +9,9 @@ The number of active nodes and the steps per node are runtime arguments: one com
 serves every run length and every ``save_every`` of a (system, method, options).
 
 Failures: a step whose Newton solve does not converge, or whose new state or energy is not finite
-(checked at every step), freezes the state (the other node outputs are checked at the saved
-nodes: a non-finite one fails the last step before that node); the driver reports the first
-failed step.
+(checked at every step), freezes the state (the other node outputs, and the system's own
+invariants — a symmetric metric, a skew Π — are checked at the saved nodes: a node that fails
+them fails the last step before it); the driver reports the first failed step.
 """
 from __future__ import annotations
 
@@ -220,6 +220,19 @@ def check_outputs(carry, outs):
             jnp.where(bad, newton_mod.NON_FINITE, cause).astype(jnp.int32))
 
 
+def check_data(system, carry, outs):
+    """The system's own invariants at a saved node (``system.data_ok(node)``: a symmetric metric,
+    a skew Π; kinds without it pass): a node that breaks them fails the step that produced it,
+    with cause :data:`~dalembert.solvers.newton.INVARIANT`."""
+    data_ok = getattr(system, "data_ok", None)
+    if data_ok is None:
+        return carry
+    st, ok, k, fail_at, cause = carry
+    bad = ok & ~data_ok(outs)
+    return (st, ok & ~bad, k, jnp.where(bad, k - 1, fail_at),
+            jnp.where(bad, newton_mod.INVARIANT, cause).astype(jnp.int32))
+
+
 #: Largest size (bytes) of the per-block record buffer; see :func:`make_chunk`.
 BLOCK_BYTES = 512
 
@@ -318,6 +331,7 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
             outs = node_outputs(system, scheme.observe(st2, h))
             # (ok2 is False unless the node was active: the output check applies to those only)
             st2, ok2, k2, fail2, cause2 = check_outputs((st2, ok2, k2, fail2, cause2), outs)
+            st2, ok2, k2, fail2, cause2 = check_data(system, (st2, ok2, k2, fail2, cause2), outs)
             # an inactive (padding) node leaves everything as it was
             ok_out = jnp.where(j < n_active, ok2, ok)
             carry = (st2, ok_out, jnp.where(active, k2, k), fail2, cause2, jnp.where(active, s2, it_sum),

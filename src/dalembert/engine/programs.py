@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .. import monitors
 from .._cache import cached, hashable
 from ..errors import InputError
 from ..systems.kind import resolve
@@ -73,6 +74,12 @@ def bind(system, method, state0, options: dict) -> Bound:
     except AttributeError as exc:  # a method that declares no kinds, given one it cannot take
         raise InputError(f"method {method.name!r} cannot integrate a {type(system).__name__} "
                          f"({exc}); `dalembert list` shows the kinds each method integrates") from None
+    if monitors.monitored(method):
+        h = jax.ShapeDtypeStruct((), jnp.float64)
+        obs = jax.eval_shape(lambda s, hh: scheme.observe(scheme.init(*convert(*s), hh), hh),
+                             tuple(jnp.asarray(x) for x in state0), h)
+        if monitors.has_configuration(obs):
+            scheme = monitors.with_sawtooth(scheme)
     return Bound(target, scheme, convert)
 
 

@@ -400,14 +400,18 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
         raise InputError(f"dl.solve: n_steps ({n_steps}) must be a positive multiple of save_every "
                          f"({save_every})")
     b, state0, h = _bind_traced(system, method, state0, h, options)
-    state = b.scheme.init(*b.convert(*state0), h) if start is None else start
+    if start is None:
+        state = b.scheme.init(*b.convert(*state0), h)
+    else:                       # a method state; a monitored scheme carries its statistic too
+        wrap = getattr(b.scheme, "wrap", None)
+        state = start if wrap is None or isinstance(start, monitors.SawtoothState) else wrap(start, h)
     first = loop.node_outputs(b.system, b.scheme.observe(state, h))
     step = loop.guarded_step(b.scheme, b.system)
 
     def node(carry, _):
         carry = lax.fori_loop(0, save_every, lambda _, c: step(c, h), carry)
         outs = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
-        return loop.check_outputs(carry, outs), outs      # as in integrate
+        return loop.check_data(b.system, loop.check_outputs(carry, outs), outs), outs   # as in integrate
 
     (state, ok, _, failed, cause), nodes = lax.scan(node, loop.start_carry(state), None,
                                                     length=n_steps // save_every)
@@ -427,7 +431,7 @@ def final_state(system, method, state0, h, n_steps, **options) -> dict:
     carry = loop.start_carry(b.scheme.init(*b.convert(*state0), h))
     carry = lax.fori_loop(0, n_steps, lambda _, c: step(c, h), carry)
     out = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
-    state, ok, _, failed, cause = loop.check_outputs(carry, out)
+    state, ok, _, failed, cause = loop.check_data(b.system, loop.check_outputs(carry, out), out)
     out["ok"], out["failed_step"], out["failure_cause"] = ok, failed, cause
     return out
 

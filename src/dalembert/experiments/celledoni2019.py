@@ -73,9 +73,9 @@ def _chaotic_ensemble(model, label, alphas, h, t_final, save_every):
         red = jax.jit(jax.vmap(ap.reduce))
         x0 = np.asarray(red(jnp.asarray(q0), jnp.asarray(v0)))
         return ensemble(ap, name, x0=x0, h=h, t_final=t_final, save_every=save_every, keep=["energy"],
-                        progress=False)
+                        progress=False, on_failure="raise")
     return ensemble(model.system, name, q0=q0, v0=v0, h=h, t_final=t_final, save_every=save_every,
-                    keep=["energy"], progress=False)
+                    keep=["energy"], progress=False, on_failure="raise")
 
 
 @experiment("celledoni2019-fig2", "Figure 2: the chaotic quartic system (orders, constraint, energy, variance)",

@@ -199,6 +199,13 @@ class AlmostPoissonSystem(SystemKind):
             ok &= np.abs(res.reshape(B, -1)).max(1) <= tol * np.maximum(1.0, np.abs(x).max(1))
         return ok
 
+    def data_ok(self, obs: dict):
+        """Whether Π(x) is skew at a node, to :data:`SKEW_RTOL` (bool scalar, traceable). Checked
+        by the engine at every saved node: a Π that loses its skew-symmetry during a run would
+        otherwise give a silently wrong energy."""
+        P = self.poisson_matrix(obs["x"])
+        return jnp.max(jnp.abs(P + P.T)) <= SKEW_RTOL * jnp.maximum(1.0, jnp.max(jnp.abs(P)))
+
     def diagnostics(self, obs: dict) -> dict:
         """Node diagnostics from a method's observation {x, ...}: energy H(x) and
         constraint_residual (k,) (zero-length without a constraint)."""

@@ -341,6 +341,17 @@ class NonholonomicSystem(SystemKind):
         """Validated (q0, v0) as float64 arrays (see :meth:`check`); the engine's entry point."""
         return self.check(q0, v0, project=project)
 
+    def data_ok(self, obs: dict):
+        """Whether the system's data keep their invariants at a node (bool scalar, traceable):
+        G(q) symmetric to :data:`SYMMETRY_RTOL` (a q-dependent metric only; a constant one was
+        checked once). Checked by the engine at every saved node: a metric that becomes
+        non-symmetric during a run would otherwise give a silently wrong energy."""
+        q = obs["q"]
+        if self.constant_metric(np.zeros(jnp.shape(q))):
+            return jnp.asarray(True)
+        G = self.mass_matrix(q)
+        return jnp.max(jnp.abs(G - G.T)) <= SYMMETRY_RTOL * jnp.maximum(1.0, jnp.max(jnp.abs(G)))
+
     def diagnostics(self, obs: dict) -> dict:
         """Node diagnostics from a method's observation {q, v, ...}: energy (J) and
         constraint_residual (m,)."""
