@@ -199,9 +199,10 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
     _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
 
 
-#: Files of a run directory that describe one run; a new run removes the old ones first, so
-#: that no file of an earlier run is left beside the new trajectory.
-RUN_FILES = ("summary.json", "trajectory.npz", "checkpoint.npz")
+#: Result files of a run directory; a new run removes those of an earlier run first, so that no
+#: file of an earlier run is left beside the new trajectory (the checkpoint stays: a resumed run
+#: reads it, a new run overwrites it or removes it when it completes).
+RUN_FILES = ("summary.json", "trajectory.npz")
 
 
 def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str):
@@ -220,7 +221,7 @@ def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str):
             if not animation.writers.is_available("ffmpeg"):
                 raise InputError("--animation-format mp4 needs ffmpeg on the PATH; install it or use gif")
     check_writable_dir(outdir, "--out")
-    for name in RUN_FILES[:2]:
+    for name in RUN_FILES:
         (outdir / name).unlink(missing_ok=True)
 
 

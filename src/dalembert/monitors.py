@@ -37,7 +37,7 @@ from typing import Any, Callable, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from .methods.base import Scheme
+from .methods.base import Scheme, observation_dict
 
 #: default relative amplitude of the alternating component that triggers the warning
 THRESHOLD = 1e-2
@@ -158,12 +158,8 @@ class MonitoredScheme(Scheme):
     wrap: Callable = None
 
 
-def _as_dict(obs) -> dict:
-    return dict(obs) if isinstance(obs, dict) else obs._asdict()
-
-
 def _configuration(obs):
-    d = _as_dict(obs)
+    d = observation_dict(obs)
     return d.get("q") if d.get("q") is not None else d.get("R")
 
 
@@ -204,7 +200,7 @@ def with_sawtooth(scheme: Scheme) -> Scheme:
         return SawtoothState(new, x, window[:4], amp.astype(st.amp.dtype), jnp.minimum(st.n + 1, 4)), info
 
     def observe(st, h):
-        d = _as_dict(scheme.observe(st.inner, h))
+        d = observation_dict(scheme.observe(st.inner, h))
         d[AMPLITUDE] = st.amp
         return d
 

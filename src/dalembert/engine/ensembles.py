@@ -379,9 +379,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     md.update({"wall_time_s": r.wall, "compile_time_s": t_run - t_c,
                "trajectory_steps_per_second": B * n_steps / r.wall if r.wall > 0 and not r.failures else None})
     md.update(chart_metadata(r.arrays, h))
-    status = np.full(B, "ok", dtype=object)
-    for i, (k, cause) in r.failures.items():
-        status[i] = "failed"
+    status = np.where(np.isin(np.arange(B), list(r.failures)), "failed", "ok")
     if r.failures:
         md["failures"] = {str(i): {"step": k, "time": k * h, "cause": newton_mod.describe(c)}
                           for i, (k, c) in sorted(r.failures.items())}
@@ -392,17 +390,18 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
         traj = trajectory(t[:good], {kk: v[i, :good] for kk, v in r.arrays.items()}, dict(md, member=i))
         raise failure_error(method, k, h, cause, traj, "The member's nodes before it are kept in "
                             ".trajectory", where=f"ensemble member {i}, ")
-    ens = Ensemble(t, r.arrays, md, status=np.asarray(status, str))
+    ens = Ensemble(t, r.arrays, md, status=status)
     if r.interrupted:
         from .interrupts import RunInterrupted
         raise RunInterrupted(f"ensemble: interrupted ({r.interrupted}) at t = {t[-1]:.6g}; the nodes "
                              f"computed are kept in .trajectory (an Ensemble)", trajectory=ens,
                              signal_name=r.interrupted)
     if r.failures:
+        i = min(r.failures)
+        first = md["failures"][str(i)]
         warnings.warn(EnsembleMemberWarning(
-            f"{len(r.failures)} of {B} ensemble members failed (first: member "
-            f"{min(r.failures)}, {md['failures'][str(min(r.failures))]['cause']} at t = "
-            f"{md['failures'][str(min(r.failures))]['time']:.6g}); the others completed. "
+            f"{len(r.failures)} of {B} ensemble members failed (first: member {i}, "
+            f"{first['cause']} at t = {first['time']:.6g}); the others completed. "
             f"Ensemble.failed lists them, Ensemble.status says which; their nodes after the failure "
             f"are NaN (on_failure='raise' raises instead)"), stacklevel=2)
     return ens

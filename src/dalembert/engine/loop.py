@@ -25,6 +25,7 @@ import numpy as np
 from jax import lax
 
 from ..errors import InputError
+from ..methods.base import observation_dict
 from ..solvers import newton_module as newton_mod
 from .progress import ProgressBar
 
@@ -141,17 +142,10 @@ def nodes_per_call(chunk_saves: int, save_every: int, step_budget: int) -> int:
     return max(1, min(chunk_saves, step_budget // save_every))
 
 
-def _as_dict(obs) -> dict:
-    """A method's observation (a dict, or a NamedTuple such as Observation) as a dict without
-    the entries that are None."""
-    d = dict(obs) if isinstance(obs, dict) else obs._asdict()
-    return {k: v for k, v in d.items() if v is not None}
-
-
 def node_outputs(system, obs):
     """The arrays kept at a node: the method's observation plus the system's diagnostics
     (energy, constraint_residual, ...; the system-kind protocol, see :func:`integrate`)."""
-    d = _as_dict(obs)
+    d = observation_dict(obs)
     d.update(system.diagnostics(d))
     return d
 
@@ -211,13 +205,19 @@ def start_carry(state):
             jnp.array(0, jnp.int32))
 
 
+def _fail_node(carry, good, cause_code):
+    """The carry with the step that produced the current node failed (cause ``cause_code``)
+    unless ``good``."""
+    st, ok, k, fail_at, cause = carry
+    bad = ok & ~good
+    return (st, ok & ~bad, k, jnp.where(bad, k - 1, fail_at),
+            jnp.where(bad, cause_code, cause).astype(jnp.int32))
+
+
 def check_outputs(carry, outs):
     """A finite state whose node outputs are not (e.g. V = NaN where ∇V is finite) fails at the
     step that produced it: the carry with that failure recorded."""
-    st, ok, k, fail_at, cause = carry
-    bad = ok & ~all_finite(outs)
-    return (st, ok & ~bad, k, jnp.where(bad, k - 1, fail_at),
-            jnp.where(bad, newton_mod.NON_FINITE, cause).astype(jnp.int32))
+    return _fail_node(carry, all_finite(outs), newton_mod.NON_FINITE)
 
 
 def check_data(system, carry, outs):
@@ -225,12 +225,7 @@ def check_data(system, carry, outs):
     a skew Π; kinds without it pass): a node that breaks them fails the step that produced it,
     with cause :data:`~dalembert.solvers.newton.INVARIANT`."""
     data_ok = getattr(system, "data_ok", None)
-    if data_ok is None:
-        return carry
-    st, ok, k, fail_at, cause = carry
-    bad = ok & ~data_ok(outs)
-    return (st, ok & ~bad, k, jnp.where(bad, k - 1, fail_at),
-            jnp.where(bad, newton_mod.INVARIANT, cause).astype(jnp.int32))
+    return carry if data_ok is None else _fail_node(carry, data_ok(outs), newton_mod.INVARIANT)
 
 
 #: Largest size (bytes) of the per-block record buffer; see :func:`make_chunk`.
@@ -431,15 +426,12 @@ def run_chunks(chunk, layout, state, hj, prefix, n_steps, per_call, save_every, 
     t_run = t_ckpt = time.perf_counter()
     pieces = [prefix]
     done, (it_total, it_max), failures, stopped, ckpt = nodes_done, newton, {}, None, None
-    n_lanes = None
-    alive = None
+    # which lanes (members, padding included) still step; a single run has one
+    alive = np.ones(jax.tree_util.tree_leaves(state)[0].shape[0], bool) if batched else np.array(True)
     bar = ProgressBar(progress, total, md)
     try:
         while done < total:
             n_active, n_sub = (min(per_call, full - done), save_every) if done < full else (1, rem)
-            if alive is None:
-                n_lanes = jax.tree_util.tree_leaves(state)[0].shape[0] if batched else None
-                alive = np.ones(n_lanes, bool) if batched else np.array(True)
             try:
                 new_state, outs, ok, fail_at, cause, it_sum, it_mx = chunk(
                     state, hj, jnp.array(n_active, jnp.int32), jnp.array(n_sub, jnp.int32),
@@ -474,7 +466,7 @@ def run_chunks(chunk, layout, state, hj, prefix, n_steps, per_call, save_every, 
                 break
             if checkpoint is not None and checkpoint_every is not None and \
                     time.perf_counter() - t_ckpt >= checkpoint_every:
-                ckpt = checkpoint(state, done, _steps(done, full, rem, save_every), gathered,
+                ckpt = checkpoint(state, done, steps_done(done, n_steps, save_every), gathered,
                                   (it_total, it_max), time.perf_counter() - t_run)
                 t_ckpt = time.perf_counter()
     except KeyboardInterrupt:          # between calls (e.g. while unpacking or checkpointing)
@@ -483,7 +475,7 @@ def run_chunks(chunk, layout, state, hj, prefix, n_steps, per_call, save_every, 
         bar.close()
     arrays = gathered()
     if stopped and checkpoint is not None:
-        ckpt = checkpoint(state, done, _steps(done, full, rem, save_every), lambda: arrays,
+        ckpt = checkpoint(state, done, steps_done(done, n_steps, save_every), lambda: arrays,
                           (it_total, it_max), time.perf_counter() - t_run)
     if batched and failures and not stop_on_failure:
         _blank_after_failures(arrays, failures, n_steps, save_every)
@@ -491,9 +483,10 @@ def run_chunks(chunk, layout, state, hj, prefix, n_steps, per_call, save_every, 
                     stopped, ckpt)
 
 
-def _steps(nodes_done, full, rem, save_every):
-    """Steps taken when ``nodes_done`` saved nodes (after node 0) are done."""
-    return nodes_done * save_every if nodes_done <= full else full * save_every + rem
+def steps_done(nodes_done: int, n_steps: int, save_every: int) -> int:
+    """Steps taken when ``nodes_done`` saved nodes (after node 0) of an ``n_steps`` run are done
+    (the partial last node, :func:`save_plan`, ends at n_steps)."""
+    return min(nodes_done * save_every, n_steps)
 
 
 def _blank_after_failures(arrays, failures, n_steps, save_every):

@@ -268,7 +268,7 @@ class _Run:
 
     def _write_checkpoint(self, prior_wall):
         from . import checkpoint as ckpt_mod
-        base = {k: v for k, v in self.md.items()}
+        base = dict(self.md)                 # the run's metadata before its results are added
 
         def write(state, done, steps, arrays_fn, newton, wall):
             return ckpt_mod.write(self.checkpoint, metadata=base,
@@ -304,8 +304,8 @@ class _Run:
                             checkpoint_every=self.checkpoint_every, newton=newton)
         failure = r.failures.get(0)
         n_nodes = next(iter(r.arrays.values())).shape[0]
-        steps_done = failure[0] if failure is not None else loop._steps(
-            r.nodes_done, *loop.save_plan(self.n_steps, save_every), save_every)
+        steps_done = failure[0] if failure is not None else loop.steps_done(
+            r.nodes_done, self.n_steps, save_every)
         steps_now = steps_done - (resume_from["steps_done"] if resume_from else 0)
         md.update({
             "wall_time_s": r.wall, "compile_time_s": compile_s,

@@ -68,6 +68,13 @@ def momentum_init(system):
     return init
 
 
+def observation_dict(obs) -> dict:
+    """A method's observation (a dict, or a NamedTuple such as :class:`Observation`) as a dict
+    without the entries that are None."""
+    d = dict(obs) if isinstance(obs, dict) else obs._asdict()
+    return {k: v for k, v in d.items() if v is not None}
+
+
 def momentum_observe(factor_fn):
     """observe(state, h) -> {q, p, v = G⁻¹p} with factor_fn(q) a MetricFactor."""
     def observe(state, h=None):
