@@ -4,7 +4,7 @@ covectors, linear and affine. Each example draws a batch of systems, run as one
 ``dl.ensemble(factory, params=...)`` (one compiled program serves every example), and checks:
 the constraint residual at round-off for the methods that preserve it, the discrete-gradient
 energy (to the Newton tolerance) and its time reversibility, and an ensemble member equal to its
-``dl.integrate`` run."""
+``dl.integrate`` run (to the Newton tolerance per step)."""
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -113,5 +113,10 @@ def test_an_ensemble_member_equals_its_integrate_run(data):
     i = data.draw(st.integers(0, B - 1))
     tr = dl.integrate(factory({k: np.asarray(a[i]) for k, a in p.items()}), "nh-rattle", q0=q0[i],
                       v0=v0[i], **RUN)
-    np.testing.assert_allclose(ens.q[i], tr.q, rtol=0, atol=1e-13 * max(1.0, np.abs(tr.q).max()))
-    np.testing.assert_allclose(ens.v[i], tr.v, rtol=0, atol=1e-13 * max(1.0, np.abs(tr.v).max()))
+    # the two paths solve each step's Newton system with different linear solvers (the ensemble's
+    # batched one, LAPACK for a single run): each step's solution is the same to the Newton
+    # tolerance (1e-14 relative), so after N steps they agree to N·1e-14 (measured: 2.5e-13 after
+    # 200 steps for one drawn system)
+    tol = len(tr.t) * 1e-14
+    np.testing.assert_allclose(ens.q[i], tr.q, rtol=0, atol=tol * max(1.0, np.abs(tr.q).max()))
+    np.testing.assert_allclose(ens.v[i], tr.v, rtol=0, atol=tol * max(1.0, np.abs(tr.v).max()))
