@@ -146,11 +146,15 @@ def list_cmd(as_json):
               help="Write OUT/checkpoint.npz every --checkpoint-every seconds (an interrupt always writes one).")
 @click.option("--checkpoint-every", type=float, default=60.0, show_default=True, metavar="SECONDS",
               help="Seconds between checkpoints with --checkpoint.")
+@click.option("--stream", is_flag=True,
+              help="Append the nodes to OUT/trajectory.h5 (HDF5) as the run goes instead of keeping them in "
+                   "memory: for runs whose nodes do not fit (a checkpoint then holds the state only).")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Continue the interrupted run in DIR (its checkpoint.npz); no MODEL or other run options.")
 def run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots, animate,
-        animation_format, checkpoint, checkpoint_every, resume_dir):
-    """Integrate a built-in MODEL; write trajectory.npz, summary.json and PNG plots.
+        animation_format, checkpoint, checkpoint_every, stream, resume_dir):
+    """Integrate a built-in MODEL; write trajectory.npz (trajectory.h5 with --stream), summary.json
+    and PNG plots.
 
     SIGINT (Ctrl-C) or SIGTERM finishes the current chunk of steps, writes the partial trajectory
     and OUT/checkpoint.npz, and exits with status 130 / 143; `dalembert run --resume OUT`
@@ -161,7 +165,8 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
 
     if resume_dir is not None:
         given = [f for f, v in (("MODEL", model), ("--method", method_name), ("--h", h), ("--t-final", t_final),
-                                ("--param", params), ("--init", inits), ("--out", out)) if v]
+                                ("--param", params), ("--init", inits), ("--out", out),
+                                ("--stream", stream)) if v]
         if given:
             raise click.UsageError(f"--resume continues a run as it was started; drop {', '.join(given)}")
         ck = ckpt_mod.read(resume_dir)
@@ -170,7 +175,7 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
             raise click.UsageError(f"{ck['path']} is not a checkpoint of `dalembert run` (no model recorded)")
         mdl = dl.models.get(md["model"], **md.get("parameters", {}))
         outdir = Path(resume_dir)
-        _check_outputs(outdir, mdl, animate, animation_format)
+        _check_outputs(outdir, mdl, animate, animation_format, resuming=True)
         t0 = time.perf_counter()
         traj = _interruptible(lambda: dl.resume(ck["path"], mdl.system, checkpoint=ck["path"],
                                                 checkpoint_every=checkpoint_every if checkpoint else math.inf),
@@ -195,20 +200,25 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
     traj = _interruptible(lambda: dl.integrate(
         mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
         metadata={"model": mdl.name, "parameters": mdl.params}, checkpoint=outdir / "checkpoint.npz",
-        checkpoint_every=checkpoint_every if checkpoint else math.inf, **state), outdir)
+        checkpoint_every=checkpoint_every if checkpoint else math.inf,
+        stream=outdir / "trajectory.h5" if stream else None, **state), outdir)
     _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
 
 
 #: Result files of a run directory; a new run removes those of an earlier run first, so that no
 #: file of an earlier run is left beside the new trajectory (the checkpoint stays: a resumed run
 #: reads it, a new run overwrites it or removes it when it completes).
-RUN_FILES = ("summary.json", "trajectory.npz")
+RUN_FILES = ("summary.json", "trajectory.npz", "trajectory.h5")
+#: The streamed nodes of an interrupted run: removed by a new run, continued by a resumed one.
+PARTIAL_STREAM = "trajectory.h5.partial"
+#: Most nodes the figures of a run draw (a longer run is drawn from every k-th node).
+PLOT_NODES = 200_000
 
 
-def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str):
+def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str, resuming: bool = False):
     """What a run needs after integrating, checked before: a writable output directory, a model
     that can be animated, ffmpeg for MP4. Removes the files of an earlier run in ``outdir``
-    (except the checkpoint a resumed run reads)."""
+    (except the checkpoint and the streamed nodes a resumed run continues)."""
     from dalembert._io import check_writable_dir
     from dalembert.errors import InputError
     if animate:
@@ -221,7 +231,7 @@ def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str):
             if not animation.writers.is_available("ffmpeg"):
                 raise InputError("--animation-format mp4 needs ffmpeg on the PATH; install it or use gif")
     check_writable_dir(outdir, "--out")
-    for name in RUN_FILES:
+    for name in RUN_FILES + (() if resuming else (PARTIAL_STREAM,)):
         (outdir / name).unlink(missing_ok=True)
 
 
@@ -236,7 +246,9 @@ def _interruptible(fn, outdir: Path):
             return fn()
     except dl.RunInterrupted as exc:
         saved = ""
-        if exc.trajectory is not None:
+        if exc.trajectory is not None and "stream" in exc.trajectory.metadata:
+            saved = f"; the nodes so far are in {outdir / PARTIAL_STREAM}"
+        elif exc.trajectory is not None:
             exc.trajectory.metadata["interrupted"] = {"signal": exc.signal, "step": exc.step}
             saved = f"; partial trajectory in {exc.trajectory.save(outdir / 'trajectory.npz')}"
         click.echo(f"dalembert: interrupted ({exc.signal}) after {exc.step:,} steps (t = "
@@ -244,7 +256,7 @@ def _interruptible(fn, outdir: Path):
                    err=True)
         sys.exit(143 if exc.signal == "SIGTERM" else 130)
     except ConvergenceError as exc:
-        if exc.trajectory is not None:
+        if exc.trajectory is not None and "stream" not in exc.trajectory.metadata:
             exc.trajectory.metadata["failed"] = {"step": exc.step, "time": exc.time}
             path = exc.trajectory.save(outdir / "trajectory.npz")
             raise ConvergenceError(f"{exc} (saved to {path})", step=exc.step, time=exc.time,
@@ -257,11 +269,13 @@ def _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format):
     atomically) and remove its checkpoint."""
     from dalembert import plots
     from dalembert._io import atomic_write_text
-    files = [traj.save(outdir / "trajectory.npz")]
+    streamed = "stream" in traj.metadata
+    files = [Path(traj.metadata["stream"])] if streamed else [traj.save(outdir / "trajectory.npz")]
+    view = traj.thinned(PLOT_NODES)             # (traj itself unless it is long or on disk)
     if not no_plots:
-        files += plots.run_figures(traj, mdl, outdir)
+        files += plots.run_figures(view, mdl, outdir)
     if animate:
-        files.append(_animate(traj, mdl, outdir / f"animation.{animation_format}"))
+        files.append(_animate(view, mdl, outdir / f"animation.{animation_format}"))
     summary = _summary(traj, mdl, time.perf_counter() - t0, files)
     atomic_write_text(outdir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
     (outdir / "checkpoint.npz").unlink(missing_ok=True)
@@ -282,12 +296,15 @@ def _animate(traj, mdl, path):
 def _summary(traj, mdl, total_wall, files) -> dict:
     import jax
     md = traj.metadata
+    from dalembert.trajectory import BLOCK_ROWS
     inv = {}
     args = [getattr(traj, a) for a in mdl.invariant_args]
     for name, f in mdl.invariants.items():
-        vals = np.asarray(jax.vmap(f)(*args))
-        scale = max(abs(vals[0]), 1e-300)
-        inv[name] = {"initial": float(vals[0]), "max_relative_deviation": float(np.max(np.abs(vals - vals[0])) / scale)}
+        fv = jax.jit(jax.vmap(f))
+        v0 = float(fv(*[np.asarray(a[:1]) for a in args])[0])
+        dev = max(float(np.max(np.abs(np.asarray(fv(*[np.asarray(a[i:i + BLOCK_ROWS]) for a in args])) - v0)))
+                  for i in range(0, len(traj), BLOCK_ROWS))     # block by block: a streamed run
+        inv[name] = {"initial": v0, "max_relative_deviation": dev / max(abs(v0), 1e-300)}
     return {
         "model": mdl.name, "parameters": mdl.params, "method": md["method"], "h": md["h"],
         "t_final": md["t_final"], "n_steps": md["n_steps"], "save_every": md["save_every"],

@@ -297,18 +297,26 @@ def _report(rel, speed, stride, threshold, onset_fraction) -> SawtoothReport:
     return SawtoothReport(True, k * stride, onset * stride, rate, mx, rel, threshold)
 
 
+#: Most nodes the post-run check reads (:func:`post_run_checks`).
+MAX_CHECK_NODES = 1 << 20
+
+
 def post_run_checks(traj, method) -> None:
     """Checks run by :func:`dalembert.integrate` after a run: for the GNI families
     (:data:`CHECKED_FAMILIES`) a :class:`ParasiticModeWarning` if :func:`detect_parasitic_mode`
     finds a growing sawtooth (the report is also stored in ``traj.metadata['parasitic_mode']``).
-    Never raises: a monitor must not fail a finished run."""
+    Never raises: a monitor must not fail a finished run. A run of more than
+    :data:`MAX_CHECK_NODES` nodes (a streamed one) is checked on every k-th node
+    (:meth:`~dalembert.Trajectory.thinned`; the in-loop statistic sees every step, so the
+    thinning coarsens the onset, it does not hide the mode)."""
     try:
         family = getattr(getattr(method, "traits", None), "family", "")
         if family not in CHECKED_FAMILIES or len(traj.t) < 8:
             return
-        rep = detect_parasitic_mode(traj)
+        md = traj.metadata
+        rep = detect_parasitic_mode(traj.thinned(MAX_CHECK_NODES) if len(traj) > MAX_CHECK_NODES else traj)
         if rep.detected:
-            traj.metadata["parasitic_mode"] = {"step": rep.step, "onset": rep.onset,
+            md["parasitic_mode"] = {"step": rep.step, "onset": rep.onset,
                                                "growth_rate": rep.growth_rate,
                                                "max_relative_amplitude": rep.max_relative_amplitude}
             h = float(traj.metadata.get("h", traj.t[1] - traj.t[0]))

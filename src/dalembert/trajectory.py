@@ -3,6 +3,12 @@
 A :class:`Trajectory` holds the node arrays and a metadata dictionary (system, method and its
 traits, h, parameters, solver statistics, versions). ``save`` writes one ``.npz`` whose arrays
 are the fields below plus ``metadata`` (a JSON string): NumPy alone can read it back, no pickle.
+With an ``.h5`` suffix it writes the same arrays as HDF5 datasets (the format of streamed runs,
+:mod:`dalembert.engine.stream`), the metadata in the root attribute ``metadata``.
+
+A Trajectory read from an HDF5 file (a streamed run, or ``load(path)``) holds :class:`~dalembert.engine.stream.DiskArray` s:
+index them to read (``traj.q[:]``, ``traj.energy[::100]``); its reductions
+(``max_relative_energy_error``, ``max_constraint_residual``) read the file block by block.
 """
 from __future__ import annotations
 
@@ -67,26 +73,65 @@ class Trajectory:
     @property
     def relative_energy_error(self) -> np.ndarray:
         """(N+1,) (E(t) − E(0)) / max(|E(0)|, tiny)."""
-        e0 = self.energy[0]
-        return (self.energy - e0) / max(abs(e0), np.finfo(float).tiny)
+        e0 = float(self.energy[0])
+        return (np.asarray(self.energy) - e0) / max(abs(e0), np.finfo(float).tiny)
 
     @property
     def max_relative_energy_error(self) -> float:
-        return float(np.max(np.abs(self.relative_energy_error)))
+        e0 = float(self.energy[0])
+        return max_abs(self.energy, e0) / max(abs(e0), np.finfo(float).tiny)
 
     @property
     def max_constraint_residual(self) -> float:
-        return float(np.max(np.abs(self.constraint_residual)))
+        return max_abs(self.constraint_residual)
 
-    def save(self, path) -> Path:
-        """Write ``path`` (``.npz`` appended if missing) atomically: a process killed while it
-        writes leaves the previous file (or none), never a truncated one. Returns the path."""
-        arrays = {k: np.asarray(getattr(self, k)) for k in _ARRAYS if getattr(self, k) is not None}
+    def thinned(self, max_nodes: int) -> "Trajectory":
+        """An in-memory Trajectory of every k-th node (k the smallest that keeps at most
+        ``max_nodes``; the last node is kept too), for plots and checks of very long runs.
+        ``metadata['thinned']`` = k."""
+        k = max(1, -(-len(self) // max(1, max_nodes - 1)))
+        if k == 1 and all(isinstance(a, np.ndarray) for a in self._arrays().values()):
+            return self
+        last = (len(self) - 1) % k != 0
+
+        def take(a):
+            body = np.asarray(a[::k])
+            return np.concatenate([body, np.asarray(a[-1:])]) if last else body
+        md = dict(self.metadata, thinned=k)
+        if "save_every" in md:
+            md["save_every"] = int(md["save_every"]) * k
+        fields = {f: take(getattr(self, f)) for f in _ARRAYS if getattr(self, f) is not None}
+        return Trajectory(metadata=md, extra={n: take(a) for n, a in self.extra.items()}, **fields)
+
+    def _arrays(self) -> dict:
+        arrays = {k: getattr(self, k) for k in _ARRAYS if getattr(self, k) is not None}
         for k, a in self.extra.items():
             if k in _RESERVED:
                 raise InputError(f"extra array name {k!r} clashes with a standard field")
-            arrays[k] = np.asarray(a)
+            arrays[k] = a
+        return arrays
+
+    def save(self, path) -> Path:
+        """Write ``path`` atomically: a process killed while it writes leaves the previous file
+        (or none), never a truncated one. ``.h5``/``.hdf5``: HDF5 (module doc); otherwise
+        ``.npz`` (appended if missing). Returns the path."""
+        arrays = {k: np.asarray(a) for k, a in self._arrays().items()}
+        if Path(path).suffix in (".h5", ".hdf5"):
+            from .engine.stream import write_hdf5
+            return write_hdf5(path, arrays, self.metadata)
         return save_arrays(path, arrays, self.metadata)
+
+
+#: Rows per block when a reduction reads an on-disk array.
+BLOCK_ROWS = 1 << 20
+
+
+def max_abs(a, shift: float = 0.0) -> float:
+    """max |a − shift| over an array or an on-disk array (read :data:`BLOCK_ROWS` rows at a time)."""
+    if isinstance(a, np.ndarray):
+        return float(np.max(np.abs(a - shift))) if a.size else 0.0
+    return max((float(np.max(np.abs(np.asarray(a[i:i + BLOCK_ROWS]) - shift)))
+                for i in range(0, a.shape[0], BLOCK_ROWS)), default=0.0)
 
 
 def save_arrays(path, arrays: dict, metadata: dict) -> Path:
@@ -111,9 +156,13 @@ def _json_default(o):
     raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
 
 
-def load(path):
-    """Read a file written by :meth:`Trajectory.save` (a Trajectory) or
-    :meth:`dalembert.Ensemble.save` (an Ensemble).
+def load(path, lazy: bool = True):
+    """Read a file written by :meth:`Trajectory.save` (a Trajectory), :meth:`dalembert.Ensemble.save`
+    (an Ensemble) or a streamed run (``integrate(..., stream=...)``, HDF5; the format is told by
+    the file's content, not its name).
+
+    ``lazy`` (HDF5 only): the node arrays are DiskArrays, read from the file when indexed
+    (a streamed run can exceed memory); ``lazy=False`` reads them into memory.
 
     Checks that it is a complete ``.npz`` with ``t`` (1-D), ``metadata`` (a JSON object) and node
     arrays whose node axis (the leading one; for an ensemble the second, after the B members) has
@@ -127,6 +176,10 @@ def load(path):
     if not path.exists():
         raise InputError(f"no such file: {path}")
     bad = f"{path} is not a dalembert trajectory file"
+    from .engine import stream
+    if stream.is_hdf5(path):
+        md, t, arrays = stream.read_hdf5(path, lazy=lazy)
+        return _assembled(path, md, t, arrays)
     try:
         z = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
@@ -143,15 +196,21 @@ def load(path):
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
         raise InputError(f"{bad} (an array or the metadata cannot be read, truncated or damaged: "
                          f"{exc})") from None
+    return _assembled(path, md, kw.pop("t"), dict(kw, **extra))
+
+
+def _assembled(path, md, t, arrays):
+    """The Trajectory or Ensemble of a file's metadata, times and node arrays, checked."""
+    bad = f"{path} is not a dalembert trajectory file"
     if not isinstance(md, dict):
         raise InputError(f"{bad} (metadata is not a JSON object)")
-    t = kw.pop("t")
     if t.ndim != 1 or t.dtype.kind != "f":
         raise InputError(f"{bad} (t must be a 1-D float array; got shape {t.shape}, dtype {t.dtype})")
     members = md.get("ensemble") is True
-    status = extra.pop("status", None) if members else None
+    status = arrays.pop("status", None) if members else None
+    if status is not None:
+        status = np.asarray(status).astype("U")
     ax = 1 if members else 0
-    arrays = dict(kw, **extra)
     for k, a in arrays.items():
         if a.ndim <= ax or a.shape[ax] != t.shape[0]:
             raise InputError(f"{bad} (array {k!r} has shape {a.shape}; its node axis ({ax}) must "
@@ -162,4 +221,5 @@ def load(path):
         if not arrays or len(sizes) != 1 or (status is not None and status.shape != (sizes.pop(),)):
             raise InputError(f"{bad} (the ensemble's arrays and status disagree on the member count)")
         return Ensemble(t, arrays, md, status=status)
-    return Trajectory(t=t, metadata=md, extra=extra, **kw)
+    std = {k: arrays.pop(k) for k in _ARRAYS if k in arrays}
+    return Trajectory(t=t, metadata=md, extra=arrays, **std)

@@ -193,11 +193,13 @@ def test_unwritable_out_and_inexact_t_final_are_refused_before_integrating(tmp_p
     assert code == 1 and "not a whole number of steps" in err and "10.02" in err
 
 
-@pytest.mark.parametrize("sig, status", [("SIGINT", 130), ("SIGTERM", 143)])
-def test_signal_then_resume_equals_the_uninterrupted_run(sig, status, tmp_path):
+@pytest.mark.parametrize("sig, status, stream", [("SIGINT", 130, False), ("SIGTERM", 143, False),
+                                                 ("SIGTERM", 143, True)])
+def test_signal_then_resume_equals_the_uninterrupted_run(sig, status, stream, tmp_path):
     """A real process: the signal arrives mid-run (after the first checkpoint), the process
-    writes the partial trajectory and its checkpoint and exits with 128 + signal; --resume
-    finishes with the uninterrupted run's result, bit for bit."""
+    writes the partial trajectory (or, --stream, keeps the streamed file's nodes) and its
+    checkpoint and exits with 128 + signal; --resume finishes with the uninterrupted run's
+    result, bit for bit."""
     import os
     import signal
     import time
@@ -205,7 +207,8 @@ def test_signal_then_resume_equals_the_uninterrupted_run(sig, status, tmp_path):
     args = ["gearbox", "--method", "nh-rattle", "--h", "0.001", "--t-final", "6000", "--save-every", "997",
             "--no-plots"]
     p = subprocess.Popen([sys.executable, "-m", "dalembert.cli", "run", *args, "--out", str(out),
-                          "--checkpoint", "--checkpoint-every", "0"], stderr=subprocess.PIPE, text=True)
+                          "--checkpoint", "--checkpoint-every", "0"] + (["--stream"] if stream else []),
+                         stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not (out / "checkpoint.npz").exists() and p.poll() is None and time.time() < deadline:
         time.sleep(0.05)
@@ -213,13 +216,19 @@ def test_signal_then_resume_equals_the_uninterrupted_run(sig, status, tmp_path):
     err = p.communicate(timeout=120)[1]
     assert p.returncode == status, err
     assert err.strip().count("\n") == 0 and f"interrupted ({sig})" in err and "--resume" in err
-    part = dl.load(out / "trajectory.npz")
-    assert part.metadata["interrupted"]["signal"] == sig and part.t[-1] < 6000
+    result = out / ("trajectory.h5" if stream else "trajectory.npz")
+    if stream:
+        assert not result.exists() and "trajectory.h5.partial" in err
+        part = dl.load(out / "trajectory.h5.partial")
+        assert part.t[-1] < 6000 and "interrupted" not in part.metadata
+    else:
+        part = dl.load(result)
+        assert part.metadata["interrupted"]["signal"] == sig and part.t[-1] < 6000
     assert (out / "checkpoint.npz").exists() and not (out / "summary.json").exists()
     r = subprocess.run([sys.executable, "-m", "dalembert.cli", "run", "--resume", str(out), "--no-plots"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    res = dl.load(out / "trajectory.npz")
+    res = dl.load(result, lazy=False)
     assert not (out / "checkpoint.npz").exists() and (out / "summary.json").exists()
     mdl = dl.models.get("gearbox")
     ref = dl.integrate(mdl.system, "nh-rattle", h=0.001, t_final=6000.0, save_every=997, **mdl.initial_state)

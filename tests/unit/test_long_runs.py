@@ -137,6 +137,57 @@ def test_resume_refuses_damaged_checkpoints_and_other_systems(tmp_path, monkeypa
         dl.resume(tmp_path / "none.npz", system=SPRING)
 
 
+# --- streaming output --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["nh-rattle", "gni-midpoint"])
+def test_streamed_run_equals_in_memory_and_resumes_bit_for_bit(method, tmp_path, monkeypatch):
+    kw = dict(q0=Q0, v0=V0, h=0.02, t_final=40.0, save_every=3)
+    ref = dl.integrate(SPRING, method, **kw)
+    out, ck = tmp_path / "run.h5", tmp_path / "ck.npz"
+    _interrupt_after(monkeypatch, 2)
+    with pytest.raises(dl.RunInterrupted) as e:
+        dl.integrate(SPRING, method, chunk_steps=300, checkpoint=ck, checkpoint_every=1e9, stream=out, **kw)
+    monkeypatch.undo()
+    assert not out.exists() and (tmp_path / "run.h5.partial").exists()
+    assert ckpt_mod.read(ck)["arrays"] == {}              # the nodes are in the stream, not the checkpoint
+    early = tmp_path / "early.npz"
+    early.write_bytes(ck.read_bytes())
+    np.testing.assert_array_equal(e.value.trajectory.q[:], ref.q[:len(e.value.trajectory)])
+    # resumed, interrupted again (the file now holds rows past the early checkpoint) ...
+    _interrupt_after(monkeypatch, 2)
+    with pytest.raises(dl.RunInterrupted):
+        dl.resume(ck, system=SPRING, checkpoint_every=1e9)
+    monkeypatch.undo()
+    # ... and resumed from the early checkpoint: the later rows are dropped and rewritten
+    res = dl.resume(early, system=SPRING, checkpoint=False)
+    assert out.exists() and not (tmp_path / "run.h5.partial").exists()
+    for k in ("t", "q", "v", "energy", "constraint_residual"):
+        np.testing.assert_array_equal(getattr(res, k)[:], getattr(ref, k), err_msg=k)
+    back = dl.load(out, lazy=False)
+    np.testing.assert_array_equal(back.q, ref.q)
+    assert back.max_relative_energy_error == ref.max_relative_energy_error
+
+
+def test_a_failed_streamed_run_keeps_its_nodes_in_the_file(tmp_path):
+    kw = dict(q0=np.zeros(3), v0=np.array([-3.0, 0.0, 0.0]), h=0.01, t_final=5.0, save_every=7)
+    with pytest.raises(dl.ConvergenceError) as mem:
+        dl.integrate(LOGSK, "nh-rattle", **kw)
+    with pytest.raises(dl.ConvergenceError, match="run.h5") as e:
+        dl.integrate(LOGSK, "nh-rattle", stream=tmp_path / "run.h5", **kw)
+    back = dl.load(tmp_path / "run.h5")
+    assert back.metadata["failed"]["step"] == e.value.step == mem.value.step
+    np.testing.assert_array_equal(back.q[:], mem.value.trajectory.q)
+
+
+def test_streamed_run_refused_when_the_disk_is_too_small(tmp_path, monkeypatch):
+    import shutil
+    from dalembert.engine import stream
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**6, 10**6 - 1000, 1000))
+    with pytest.raises(dl.InputError, match="free"):
+        dl.integrate(SPRING, "nh-rattle", q0=Q0, v0=V0, h=0.01, t_final=10.0, stream=tmp_path / "r.h5")
+    assert not (tmp_path / "r.h5.partial").exists() and stream.DISK_FRACTION < 1
+
+
 # --- ensembles --------------------------------------------------------------------------------
 
 def test_ensemble_keeps_healthy_members_and_round_trips(tmp_path):

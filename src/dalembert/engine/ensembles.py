@@ -15,6 +15,7 @@ from ..solvers import newton_module as newton_mod
 from ..systems.kind import SystemKind, resolve
 from ..trajectory import Trajectory
 from . import loop
+from .stream import MemoryNodes
 from .run import (chart_metadata, check_run, failure_error, run_metadata, split_initial_state,
                   trajectory)
 from .programs import bind, options_key, state_shapes, view_key
@@ -371,7 +372,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     md["devices"] = len(devices)
     t_run = time.perf_counter()
     state, out0 = start(x0s, hj)
-    r = loop.run_chunks(chunk, layout, state, hj, loop.node_prefix(out0, True, B), n_steps, per_call,
+    r = loop.run_chunks(chunk, layout, state, hj, MemoryNodes(loop.node_prefix(out0, True, B), axis=1), n_steps, per_call,
                         save_every, progress, md, batched=True, members=B,
                         stop_on_failure=on_failure == "raise")
     n_nodes = next(iter(r.arrays.values())).shape[1]

@@ -119,14 +119,12 @@ def save_plan(n_steps: int, save_every: int) -> tuple:
     return n_steps // save_every, n_steps % save_every
 
 
-def node_times(h: float, n_steps: int, save_every: int, n_nodes: int) -> np.ndarray:
-    """Times (n_nodes,) of the first ``n_nodes`` saved nodes of a run (the last partial node, if
-    any and reached, at n_steps·h)."""
+def node_times(h: float, n_steps: int, save_every: int, n_nodes: int, first: int = 0) -> np.ndarray:
+    """Times (n_nodes − first,) of saved nodes ``first, …, n_nodes − 1`` of a run (the last
+    partial node, if any, at n_steps·h; no more than the run has)."""
     full, rem = save_plan(n_steps, save_every)
-    t = h * save_every * np.arange(min(n_nodes, full + 1), dtype=np.float64)
-    if rem and n_nodes == full + 2:
-        t = np.append(t, h * n_steps)
-    return t
+    j = np.arange(first, min(n_nodes, full + (2 if rem else 1)), dtype=np.float64)
+    return np.where(j > full, h * n_steps, h * save_every * j)
 
 
 def ensemble_chunk_saves(members: int, chunk_steps: int) -> int:
@@ -387,14 +385,15 @@ class ChunkRun(NamedTuple):
     checkpoint: object
 
 
-def run_chunks(chunk, layout, state, hj, prefix, n_steps, per_call, save_every, progress, md,
+def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, progress, md,
                batched, members=None, *, stop_on_failure=True, nodes_done=0, checkpoint=None,
                checkpoint_every=None, newton=(0, 0)) -> ChunkRun:
     """Drive the compiled chunks from ``nodes_done`` saved nodes to the end of an ``n_steps`` run
     (:func:`save_plan`: full nodes ``save_every`` steps apart, then a partial last node at
     t_final), at most ``per_call`` nodes per call (:func:`nodes_per_call`); ``layout`` unpacks
-    the records. ``prefix``: the node arrays so far (``nodes_done + 1`` nodes, node axis as in
-    the result).
+    the records. ``nodes``: where the nodes go (:class:`~dalembert.engine.stream.MemoryNodes`
+    or, single runs, :class:`~dalembert.engine.stream.StreamNodes`), holding the ``nodes_done + 1``
+    nodes so far (node axis as in the result).
 
     Failures: a single run (or an ensemble with ``stop_on_failure``) stops at the first failed
     step, keeping the nodes before it; otherwise a failed member keeps its last good state (its
@@ -403,13 +402,12 @@ def run_chunks(chunk, layout, state, hj, prefix, n_steps, per_call, save_every, 
 
     Interrupts (:mod:`~dalembert.engine.interrupts`): a ``KeyboardInterrupt`` during a call, or a
     signal deferred by :func:`~dalembert.engine.interrupts.deferred` after it, stops the run with
-    the nodes of the complete calls. ``checkpoint(state, nodes_done, steps_done, arrays_fn, newton,
+    the nodes of the complete calls. ``checkpoint(state, nodes_done, steps_done, nodes, newton,
     wall) -> path`` (single runs) is called every ``checkpoint_every`` seconds and when the run is
     interrupted.
     """
     from . import interrupts
 
-    ax = 1 if batched else 0
     keep_m = slice(None) if members is None else slice(0, members)
     full, rem = save_plan(n_steps, save_every)
     total = full + (1 if rem else 0)
@@ -420,11 +418,7 @@ def run_chunks(chunk, layout, state, hj, prefix, n_steps, per_call, save_every, 
     def mine(x):
         return np.asarray(x)[keep_m] if batched else np.asarray(x)
 
-    def gathered():
-        return {k: np.concatenate([p_[k] for p_ in pieces], axis=ax) for k in pieces[0]}
-
     t_run = t_ckpt = time.perf_counter()
-    pieces = [prefix]
     done, (it_total, it_max), failures, stopped, ckpt = nodes_done, newton, {}, None, None
     # which lanes (members, padding included) still step; a single run has one
     alive = np.ones(jax.tree_util.tree_leaves(state)[0].shape[0], bool) if batched else np.array(True)
@@ -453,10 +447,10 @@ def run_chunks(chunk, layout, state, hj, prefix, n_steps, per_call, save_every, 
             if failures and (stop_on_failure or not batched):
                 i = min(failures, key=lambda m: failures[m][0])
                 keep_rows = (failures[i][0] - done * save_every) // save_every if done < full else 0
-                pieces.append(layout.unpack(first(outs, keep_rows)))
+                nodes.append(layout.unpack(first(outs, keep_rows)))
                 done += keep_rows
                 break
-            pieces.append(layout.unpack(first(outs, n_active)))
+            nodes.append(layout.unpack(first(outs, n_active)))
             done += n_active
             bar.update(done, time.perf_counter() - t_run)
             if batched and not np.any(alive[keep_m]):
@@ -466,17 +460,17 @@ def run_chunks(chunk, layout, state, hj, prefix, n_steps, per_call, save_every, 
                 break
             if checkpoint is not None and checkpoint_every is not None and \
                     time.perf_counter() - t_ckpt >= checkpoint_every:
-                ckpt = checkpoint(state, done, steps_done(done, n_steps, save_every), gathered,
+                ckpt = checkpoint(state, done, steps_done(done, n_steps, save_every), nodes,
                                   (it_total, it_max), time.perf_counter() - t_run)
                 t_ckpt = time.perf_counter()
     except KeyboardInterrupt:          # between calls (e.g. while unpacking or checkpointing)
         stopped = "SIGINT"
     finally:
         bar.close()
-    arrays = gathered()
     if stopped and checkpoint is not None:
-        ckpt = checkpoint(state, done, steps_done(done, n_steps, save_every), lambda: arrays,
+        ckpt = checkpoint(state, done, steps_done(done, n_steps, save_every), nodes,
                           (it_total, it_max), time.perf_counter() - t_run)
+    arrays = nodes.arrays()
     if batched and failures and not stop_on_failure:
         _blank_after_failures(arrays, failures, n_steps, save_every)
     return ChunkRun(arrays, failures, it_total, it_max, time.perf_counter() - t_run, state, done,

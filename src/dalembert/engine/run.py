@@ -17,6 +17,7 @@ from ..errors import ConvergenceError, InputError
 from ..solvers import newton_module as newton_mod
 from ..trajectory import Trajectory
 from . import loop
+from . import stream as stream_mod
 from ..systems.kind import kinds_of, resolve
 from .programs import bind, options_key, single_run_programs, view_of
 
@@ -113,7 +114,7 @@ CHECKPOINT_EVERY = 60.0
 def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool = False,
               progress: bool | None = None, chunk_steps: int = loop.CHUNK_STEPS,
               metadata: dict | None = None, checkpoint=None,
-              checkpoint_every: float = CHECKPOINT_EVERY, **kwargs) -> Trajectory:
+              checkpoint_every: float = CHECKPOINT_EVERY, stream=None, **kwargs) -> Trajectory:
     """Integrate a nonholonomic system with a structure-preserving method.
 
     Parameters
@@ -141,6 +142,13 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
         :func:`resume` continues it. Compiled methods only.
     checkpoint_every : seconds between checkpoints (default 60; ``math.inf``: only when
         interrupted).
+    stream : a path (``.h5``): write the nodes to this HDF5 file chunk by chunk instead of
+        keeping them in memory (:mod:`dalembert.engine.stream`), so that memory stays bounded
+        whatever the run's length. The file is written as ``<stream>.partial`` and renamed when
+        the run completes (or fails: it then holds the nodes before the failure); with
+        ``checkpoint`` the checkpoint holds the state only. The returned Trajectory reads the
+        file: its node arrays are DiskArrays, read when indexed (``traj.q[:]`` reads all, ``traj.q[::100]``
+        every 100th node). Compiled methods only.
     **options : passed to the method's ``build`` (e.g. ``fast_path=False``, ``rtol=1e-13``,
         ``startup="legendre"``).
 
@@ -178,12 +186,15 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
                       **{name: x.tolist() for name, x in zip(names, x0s)})
     md.update(metadata or {})
     if not method.compiled:
-        if checkpoint is not None:
-            raise InputError(f"checkpoint: {method.name} does not run in the compiled engine, which "
-                             f"writes the checkpoints")
+        for name, given in (("checkpoint", checkpoint), ("stream", stream)):
+            if given is not None:
+                raise InputError(f"{name}: {method.name} does not run in the compiled engine, which "
+                                 f"writes {name}s")
         return _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options)
+    if stream is not None:
+        md["stream"] = str(stream)
     run = _Run(system, method, x0s, h, n_steps, save_every, md, options, progress, chunk_steps,
-               checkpoint, checkpoint_every)
+               checkpoint, checkpoint_every, stream)
     return run.go()
 
 
@@ -230,7 +241,7 @@ def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
         checkpoint = ck["path"]
     run = _Run(system, method, x0s, float(md["h"]), int(md["n_steps"]), int(md["save_every"]), md,
                dict(md.get("options", {})), progress, loop.CHUNK_STEPS, checkpoint or None,
-               checkpoint_every)
+               checkpoint_every, md.get("stream"))
     return run.go(resume_from=ck)
 
 
@@ -252,7 +263,8 @@ class _Run:
     """A compiled single run (fresh, or resumed from a checkpoint): programs, driver, result."""
 
     def __init__(self, system, method, x0s, h, n_steps, save_every, md, options, progress,
-                 chunk_steps, checkpoint, checkpoint_every):
+                 chunk_steps, checkpoint, checkpoint_every, stream=None):
+        self.stream = stream
         self.system, self.method, self.x0s, self.h = system, method, x0s, h
         self.n_steps, self.save_every, self.md, self.options = n_steps, save_every, md, options
         self.progress, self.chunk_steps = progress, chunk_steps
@@ -270,10 +282,12 @@ class _Run:
         from . import checkpoint as ckpt_mod
         base = dict(self.md)                 # the run's metadata before its results are added
 
-        def write(state, done, steps, arrays_fn, newton, wall):
+        def write(state, done, steps, nodes, newton, wall):
+            # a streamed run's nodes are in its (flushed) file; the checkpoint holds the state
             return ckpt_mod.write(self.checkpoint, metadata=base,
                                   state_leaves=[np.asarray(x) for x in jax.tree_util.tree_leaves(state)],
-                                  nodes_done=done, steps_done=steps, arrays=arrays_fn(), newton=newton,
+                                  nodes_done=done, steps_done=steps,
+                                  arrays={} if nodes.streams else nodes.arrays(), newton=newton,
                                   wall_time_s=prior_wall + wall)
         return write
 
@@ -284,21 +298,27 @@ class _Run:
         start, chunk, layout = single_run_programs(self.system, method, self.options, x0j, hj)
         compile_s = time.perf_counter() - t_compile
         full, rem = loop.save_plan(self.n_steps, save_every)
-        loop.check_memory(full + (2 if rem else 1), 8 * sum(layout.sizes))
+        n_total = full + (2 if rem else 1)
+        if self.stream is None:
+            loop.check_memory(n_total, 8 * sum(layout.sizes))
+        else:
+            stream_mod.check_disk(self.stream, n_total, 8 * (sum(layout.sizes) + 1))
         state, out0 = start(x0j, hj)
         prior_wall, newton, nodes_done = 0.0, (0, 0), 0
         prefix = loop.node_prefix(out0, batched=False)
         if resume_from is not None:
             state = _restored_state(state, resume_from)
             prefix, nodes_done = resume_from["arrays"], resume_from["nodes_done"]
-            if set(prefix) != set(layout.names):
-                raise InputError(f"the checkpoint's node arrays {sorted(prefix)} are not this run's "
-                                 f"{sorted(layout.names)}")
             nw = resume_from["newton"]
             newton = (nw.get("total_iterations", 0), nw.get("max_iterations", 0))
             prior_wall = resume_from["wall_time_s"]
+        nodes = self._nodes(prefix, nodes_done, resume_from is not None)
+        if set(nodes.arrays()) != set(layout.names):
+            nodes.close() if nodes.streams else None
+            raise InputError(f"the checkpoint's node arrays {sorted(nodes.arrays())} are not this run's "
+                             f"{sorted(layout.names)}")
         per_call = loop.nodes_per_call(loop.CHUNK_SAVES, save_every, self.chunk_steps)
-        r = loop.run_chunks(chunk, layout, state, hj, prefix, self.n_steps, per_call, save_every,
+        r = loop.run_chunks(chunk, layout, state, hj, nodes, self.n_steps, per_call, save_every,
                             self.progress, md, batched=False, nodes_done=nodes_done,
                             checkpoint=None if self.checkpoint is None else self._write_checkpoint(prior_wall),
                             checkpoint_every=self.checkpoint_every, newton=newton)
@@ -317,9 +337,12 @@ class _Run:
         if resume_from is not None:
             md.update({"resumed_from": str(resume_from["path"]), "resumed_at_step": resume_from["steps_done"],
                        "wall_time_total_s": prior_wall + r.wall})
-        t = loop.node_times(h, self.n_steps, save_every, n_nodes)
         md.update(chart_metadata(r.arrays, h))
-        traj = trajectory(t, r.arrays, md)
+        if failure is not None and self.stream is not None:
+            md["failed"] = {"step": failure[0], "time": failure[0] * h}
+        if failure is None and not r.interrupted:
+            monitors.post_run_checks(self._trajectory(nodes, r.arrays, n_nodes), method)
+        traj = self._trajectory(nodes, r.arrays, n_nodes, finish=not r.interrupted)
         if r.interrupted:
             from .interrupts import RunInterrupted
             where = f"; checkpoint {r.checkpoint}" if r.checkpoint else ""
@@ -329,9 +352,32 @@ class _Run:
                 trajectory=traj, checkpoint=r.checkpoint, signal_name=r.interrupted, step=steps_done)
         if failure is not None:
             raise failure_error(method, failure[0], h, failure[1], traj,
-                                f"{n_nodes} nodes up to t = {traj.t[-1]:.6g} are kept in .trajectory")
-        monitors.post_run_checks(traj, method)
+                                f"{n_nodes} nodes up to t = {traj.t[-1]:.6g} are kept in .trajectory"
+                                + (f" (file {self.stream})" if self.stream else ""))
         return traj
+
+    def _nodes(self, prefix, nodes_done, resumed):
+        """Where the nodes go: memory, or the stream file (fresh, or the partial file resumed)."""
+        if self.stream is None:
+            return stream_mod.MemoryNodes(prefix)
+
+        def times(first, count):
+            return loop.node_times(self.h, self.n_steps, self.save_every, first + count, first)
+        if resumed:
+            return stream_mod.StreamNodes(self.stream, times, nodes=nodes_done)
+        return stream_mod.StreamNodes(self.stream, times, prefix=prefix, metadata=self.md)
+
+    def _trajectory(self, nodes, arrays, n_nodes, finish=None) -> Trajectory:
+        """The run's Trajectory. In memory: from the arrays. Streamed: reading the file, which
+        ``finish`` (True: complete or failed, renamed to its path; False: interrupted, kept as
+        ``.partial``) closes first with the final metadata; None: the open file as it is."""
+        if not nodes.streams:
+            return trajectory(loop.node_times(self.h, self.n_steps, self.save_every, n_nodes),
+                              dict(arrays), self.md)
+        if finish is None:
+            return trajectory(nodes.file["t"], dict(arrays), self.md)
+        from ..trajectory import load
+        return load(nodes.finish(self.md, complete=finish))
 
 
 def _restored_state(state, ck):
