@@ -17,7 +17,7 @@ from .errors import (ConstraintViolationError, ConvergenceError, DalembertError,
 from .systems import (AlmostPoissonSystem, EulerPoincareSuslovSystem, LeftInvariantSystem,
                       NonholonomicSystem, ReducedSystem, SystemKind, almost_poisson)
 from .trajectory import Trajectory, load
-from .engine import Ensemble, configure, ensemble, integrate, resume, solve
+from .engine import Ensemble, configure, ensemble, integrate, resume, solve, sweep
 from .engine.interrupts import RunInterrupted
 from . import models
 from .convergence import convergence
@@ -25,7 +25,7 @@ from .convergence import convergence
 __all__ = [
     "NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson", "EulerPoincareSuslovSystem",
     "LeftInvariantSystem", "ReducedSystem", "SystemKind",
-    "integrate", "resume", "solve", "ensemble", "Ensemble", "RunInterrupted", "configure", "clear_caches",
+    "integrate", "resume", "solve", "sweep", "ensemble", "Ensemble", "RunInterrupted", "configure", "clear_caches",
     "Trajectory", "load", "methods", "models", "convergence", "lie", "linalg", "errors",
     "DalembertError", "InputError", "ConstraintViolationError", "ConvergenceError",
     "UnknownNameError", "__version__",

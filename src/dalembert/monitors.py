@@ -298,7 +298,7 @@ def _report(rel, speed, stride, threshold, onset_fraction) -> SawtoothReport:
 
 
 #: Most nodes the post-run check reads (:func:`post_run_checks`).
-MAX_CHECK_NODES = 1 << 20
+MAX_CHECK_NODES = 1 << 19
 
 
 def post_run_checks(traj, method) -> None:
@@ -314,7 +314,9 @@ def post_run_checks(traj, method) -> None:
         if family not in CHECKED_FAMILIES or len(traj.t) < 8:
             return
         md = traj.metadata
-        rep = detect_parasitic_mode(traj.thinned(MAX_CHECK_NODES) if len(traj) > MAX_CHECK_NODES else traj)
+        if len(traj) > MAX_CHECK_NODES:         # only what the detector reads
+            traj = traj.thinned(MAX_CHECK_NODES, fields=(AMPLITUDE, "q", "v", "R", "omega"))
+        rep = detect_parasitic_mode(traj)
         if rep.detected:
             md["parasitic_mode"] = {"step": rep.step, "onset": rep.onset,
                                                "growth_rate": rep.growth_rate,

@@ -6,8 +6,8 @@ are the fields below plus ``metadata`` (a JSON string): NumPy alone can read it 
 With an ``.h5`` suffix it writes the same arrays as HDF5 datasets (the format of streamed runs,
 :mod:`dalembert.engine.stream`), the metadata in the root attribute ``metadata``.
 
-A Trajectory read from an HDF5 file (a streamed run, or ``load(path)``) holds :class:`~dalembert.engine.stream.DiskArray` s:
-index them to read (``traj.q[:]``, ``traj.energy[::100]``); its reductions
+A Trajectory read from an HDF5 file (a streamed run, or ``load(path)``) holds
+:class:`~dalembert.engine.stream.DiskArray` s: index them to read (``traj.q[:]``, ``traj.energy[::100]``); its reductions
 (``max_relative_energy_error``, ``max_constraint_residual``) read the file block by block.
 """
 from __future__ import annotations
@@ -85,23 +85,24 @@ class Trajectory:
     def max_constraint_residual(self) -> float:
         return max_abs(self.constraint_residual)
 
-    def thinned(self, max_nodes: int) -> "Trajectory":
+    def thinned(self, max_nodes: int, fields=None) -> "Trajectory":
         """An in-memory Trajectory of every k-th node (k the smallest that keeps at most
-        ``max_nodes``; the last node is kept too), for plots and checks of very long runs.
-        ``metadata['thinned']`` = k."""
+        ``max_nodes``; the last node is kept too), for plots and checks of very long runs;
+        ``fields``: only these arrays (default all). ``metadata['thinned']`` = k."""
         k = max(1, -(-len(self) // max(1, max_nodes - 1)))
         if k == 1 and all(isinstance(a, np.ndarray) for a in self._arrays().values()):
             return self
         last = (len(self) - 1) % k != 0
 
         def take(a):
-            body = np.asarray(a[::k])
+            body = strided(a, k)
             return np.concatenate([body, np.asarray(a[-1:])]) if last else body
         md = dict(self.metadata, thinned=k)
         if "save_every" in md:
             md["save_every"] = int(md["save_every"]) * k
-        fields = {f: take(getattr(self, f)) for f in _ARRAYS if getattr(self, f) is not None}
-        return Trajectory(metadata=md, extra={n: take(a) for n, a in self.extra.items()}, **fields)
+        want = (lambda f: True) if fields is None else (lambda f: f == "t" or f in fields)
+        std = {f: take(getattr(self, f)) for f in _ARRAYS if getattr(self, f) is not None and want(f)}
+        return Trajectory(metadata=md, extra={n: take(a) for n, a in self.extra.items() if want(n)}, **std)
 
     def _arrays(self) -> dict:
         arrays = {k: getattr(self, k) for k in _ARRAYS if getattr(self, k) is not None}
@@ -124,6 +125,15 @@ class Trajectory:
 
 #: Rows per block when a reduction reads an on-disk array.
 BLOCK_ROWS = 1 << 20
+
+
+def strided(a, k: int) -> np.ndarray:
+    """``a[::k]`` as a NumPy array; an on-disk array is read in contiguous blocks (h5py's own
+    strided selection takes memory of the order of the whole span)."""
+    if isinstance(a, np.ndarray) or k == 1:
+        return np.asarray(a[::k])
+    rows = k * max(1, (BLOCK_ROWS // 16) // k)
+    return np.concatenate([np.asarray(a[i:i + rows])[::k].copy() for i in range(0, a.shape[0], rows)])
 
 
 def max_abs(a, shift: float = 0.0) -> float:

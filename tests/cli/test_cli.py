@@ -246,3 +246,23 @@ def test_convergence_of_the_rolling_ball_against_its_reference(tmp_path, capsys)
     assert code == 0, err
     data = json.loads((out / "convergence.json").read_text())
     assert 1.8 <= data["orders_q"]["lie-gni"] <= 2.3
+
+
+def test_sweep_command_writes_the_members_and_refuses_bad_vary(tmp_path, capsys):
+    pytest.importorskip("dask.distributed")
+    code, _, err = run_cli(["sweep", "chaplygin-sleigh", "--vary", "v0[9]=0:1"], capsys)
+    assert code != 0 and "has 3 entries" in err and "Traceback" not in err
+    out = tmp_path / "sw"
+    code, _, err = run_cli(["sweep", "chaplygin-sleigh", "--members", "4", "--vary", "v0[2]=0.1:0.4",
+                            "--method", "nh-rattle", "--h", "0.1", "--t-final", "5", "--save-every", "5",
+                            "--workers", "1", "--project", "--out", str(out)], capsys)
+    assert code == 0, err
+    ens = dl.load(out / "sweep.npz")
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(ens) == summary["members"] == 4 and summary["failed"] == []
+    mdl = dl.models.get("chaplygin-sleigh")
+    q0, v0 = (np.repeat(np.asarray(mdl.initial_state[k], float)[None], 4, axis=0) for k in ("q0", "v0"))
+    v0[:, 2] = np.linspace(0.1, 0.4, 4)
+    ref = dl.ensemble(mdl.system, "nh-rattle", h=0.1, t_final=5.0, save_every=5, project=True,
+                      keep=("energy", "constraint_residual"), q0=q0, v0=v0)
+    np.testing.assert_array_equal(ens.arrays["energy"], ref.arrays["energy"])

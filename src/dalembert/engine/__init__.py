@@ -16,12 +16,17 @@ Modules, one job each (imports go down the list, never up):
 * :mod:`~dalembert.engine.run` — :func:`integrate` (validated runs, Trajectory, errors)
   and :func:`solve` (the pure functional core for ``jax.jit``/``vmap``/``grad``);
 * :mod:`~dalembert.engine.ensembles` — :func:`ensemble` and :class:`Ensemble` (vmapped members,
-  batched parameters, devices).
+  batched parameters, devices);
+* :mod:`~dalembert.engine.stream` — where the nodes go: memory, or an HDF5 file appended chunk by
+  chunk (streamed runs), and the HDF5 trajectory format;
+* :mod:`~dalembert.engine.sweep` — :func:`sweep`: an ensemble as tasks on a Dask cluster, each
+  task's result a file, resumable.
 """
 from .ensembles import Ensemble, ensemble
 from .run import integrate, resume, solve
+from .sweep import sweep
 from .loop import CHUNK_SAVES, CHUNK_STEPS, ENSEMBLE_CHUNK_MEMBER_STEPS, step_count
 from .xla import configure, ensemble_devices
 
-__all__ = ["integrate", "resume", "solve", "ensemble", "Ensemble", "configure", "ensemble_devices",
+__all__ = ["integrate", "resume", "solve", "sweep", "ensemble", "Ensemble", "configure", "ensemble_devices",
            "step_count", "CHUNK_STEPS", "CHUNK_SAVES", "ENSEMBLE_CHUNK_MEMBER_STEPS"]

@@ -147,8 +147,8 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
         whatever the run's length. The file is written as ``<stream>.partial`` and renamed when
         the run completes (or fails: it then holds the nodes before the failure); with
         ``checkpoint`` the checkpoint holds the state only. The returned Trajectory reads the
-        file: its node arrays are DiskArrays, read when indexed (``traj.q[:]`` reads all, ``traj.q[::100]``
-        every 100th node). Compiled methods only.
+        file: its node arrays are DiskArrays, read when indexed (``traj.q[:]`` reads all,
+        ``traj.q[::100]`` every 100th node). Compiled methods only.
     **options : passed to the method's ``build`` (e.g. ``fast_path=False``, ``rtol=1e-13``,
         ``startup="legendre"``).
 
