@@ -3,6 +3,7 @@ that every step now makes.
 
     python benchmarks/long_runs.py interrupt [--steps 10000000] [--signals SIGINT,SIGTERM]
     python benchmarks/long_runs.py overhead [--repeats 5]
+    python benchmarks/long_runs.py check-every [--repeats 5]
 
 ``interrupt``: ``dalembert run gearbox --method nh-rattle`` for ``--steps`` steps, interrupted by
 each signal at a random time after its first checkpoint, then ``--resume``; the resumed result is
@@ -13,6 +14,10 @@ the interrupt is listed.
 the in-loop sawtooth statistic, interleaved and repeated (min/median/max; the ratios are steps/s
 of the variant over as shipped: above 1 means the check costs), on cheap explicit steps (where a
 check costs most) and implicit ones.
+
+``check-every``: steps/s without ``check_every`` (the API default), with ``check_every=1000``
+(the command line's default) and with ``check_every=1``, interleaved and repeated (ratios:
+steps/s with the option over without; below 1 means the check costs).
 """
 from __future__ import annotations
 
@@ -113,6 +118,31 @@ def overhead(repeats: int):
     print(f"load average at end: {os.getloadavg()}")
 
 
+def check_every(repeats: int):
+    """Steps/s with the invariant checks every K steps (K = none, 1000, 1), interleaved."""
+    import dalembert as dl
+    dl.configure()
+    cases = [("gearbox", "nh-rattle", 0.01, 2000.0), ("chaplygin-sleigh", "gni-midpoint", 0.01, 200.0)]
+    variants = {"none": {}, "K = 1000": {"check_every": 1000}, "K = 1": {"check_every": 1}}
+    print(f"load average at start: {os.getloadavg()}")
+    for model, method, h, T in cases:
+        m = dl.models.get(model)
+        rates = {v: [] for v in variants}
+        for opts in variants.values():
+            dl.integrate(m.system, method, h=h, t_final=10 * h, **m.initial_state, **opts)   # compile
+        for _ in range(repeats):
+            for label, opts in variants.items():
+                tr = dl.integrate(m.system, method, h=h, t_final=T, save_every=100, **m.initial_state, **opts)
+                rates[label].append(tr.metadata["steps_per_second"])
+        base = np.array(rates["none"])
+        line = f"{model} · {method}: no check_every {np.median(base):,.0f} steps/s (min {base.min():,.0f}, max {base.max():,.0f})"
+        for label in list(variants)[1:]:
+            r = np.array(rates[label]) / base
+            line += f"; {label}: ×{np.median(r):.3f} (min {r.min():.3f}, max {r.max():.3f})"
+        print(line)
+    print(f"load average at end: {os.getloadavg()}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -122,11 +152,15 @@ def main():
     a.add_argument("--seed", type=int, default=0)
     b = sub.add_parser("overhead")
     b.add_argument("--repeats", type=int, default=5)
+    c = sub.add_parser("check-every")
+    c.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     if args.cmd == "interrupt":
         interrupt(args.steps, args.signals.split(","), args.seed)
-    else:
+    elif args.cmd == "overhead":
         overhead(args.repeats)
+    else:
+        check_every(args.repeats)
 
 
 if __name__ == "__main__":

@@ -146,13 +146,19 @@ def list_cmd(as_json):
               help="Write OUT/checkpoint.npz every --checkpoint-every seconds (an interrupt always writes one).")
 @click.option("--checkpoint-every", type=float, default=60.0, show_default=True, metavar="SECONDS",
               help="Seconds between checkpoints with --checkpoint.")
+@click.option("--check-every", type=int, default=1000, show_default=True, metavar="K",
+              help="Check the system's invariants and the node's values every K steps as well as at the "
+                   "saved nodes (0: only at the saved nodes).")
+@click.option("--on-parasitic", type=click.Choice(["warn", "stop"]), default="warn", show_default=True,
+              help="Two-step methods: warn after the run, or stop at the step where a parasitic period-2 "
+                   "mode grows.")
 @click.option("--stream", is_flag=True,
               help="Append the nodes to OUT/trajectory.h5 (HDF5) as the run goes instead of keeping them in "
                    "memory: for runs whose nodes do not fit (a checkpoint then holds the state only).")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Continue the interrupted run in DIR (its checkpoint.npz); no MODEL or other run options.")
 def run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots, animate,
-        animation_format, checkpoint, checkpoint_every, stream, resume_dir):
+        animation_format, checkpoint, checkpoint_every, check_every, on_parasitic, stream, resume_dir):
     """Integrate a built-in MODEL; write trajectory.npz (trajectory.h5 with --stream), summary.json
     and PNG plots.
 
@@ -191,6 +197,11 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
         raise click.UsageError(f"--save-every must be ≥ 1; got {save_every}")
     if not (math.isfinite(checkpoint_every) and checkpoint_every >= 0):
         raise click.UsageError(f"--checkpoint-every must be a number of seconds ≥ 0; got {checkpoint_every}")
+    if check_every < 0:
+        raise click.UsageError(f"--check-every must be ≥ 0 (0: only at the saved nodes); got {check_every}")
+    engine = {"check_every": check_every} if check_every else {}
+    if on_parasitic == "stop":
+        engine["on_parasitic"] = "stop"
     h = mdl.default_h if h is None else h
     T = mdl.default_t_final if t_final is None else t_final
     state = {k: np.asarray(init.get(k, x), float) for k, x in mdl.initial_state.items()}
@@ -201,7 +212,7 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
         mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
         metadata={"model": mdl.name, "parameters": mdl.params}, checkpoint=outdir / "checkpoint.npz",
         checkpoint_every=checkpoint_every if checkpoint else math.inf,
-        stream=outdir / "trajectory.h5" if stream else None, **state), outdir)
+        stream=outdir / "trajectory.h5" if stream else None, **state, **engine), outdir)
     _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
 
 

@@ -37,6 +37,7 @@ from typing import Any, Callable, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from .solvers import newton_module as newton_mod
 from .methods.base import Scheme, observation_dict
 
 #: default relative amplitude of the alternating component that triggers the warning
@@ -141,13 +142,15 @@ class SawtoothState(NamedTuple):
     inner : the method's state.  x : the configuration after the last step (q, or R on SO(3)).
     u : (4, d) the last four step velocities, newest first.  amp : |Σ c_i u_{k−4+i}| (the
     binomial high-pass of the module doc) at the last step; −1 until five steps were taken.
-    n : steps taken (capped at 4)."""
+    n : steps taken (capped at 4).  vmax : the largest |u| so far (the scale of the stop test).
+    """
 
     inner: Any
     x: Any
     u: Any
     amp: Any
     n: Any
+    vmax: Any
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ def _step_velocity(x0, x1, h):
     return jnp.ravel(x1 - x0) / h
 
 
-def with_sawtooth(scheme: Scheme) -> Scheme:
+def with_sawtooth(scheme: Scheme, stop: float | None = None) -> Scheme:
     """``scheme`` with the period-2 statistic of every step in its state and its node outputs.
 
     After each step the one-sided step velocity u_k = (q_{k+1} − q_k)/h (on SO(3):
@@ -180,12 +183,18 @@ def with_sawtooth(scheme: Scheme) -> Scheme:
     node array ``sawtooth_amplitude`` (−1 before the fifth step): computed from consecutive
     steps, so a period-2 mode is seen whatever ``save_every`` is (an even stride hid it from the
     node-based detector). The method's own state evolves exactly as without the monitor. The
-    node must have q or R (:func:`has_configuration`)."""
+    node must have q or R (:func:`has_configuration`).
+
+    ``stop``: a relative amplitude (e.g. :data:`THRESHOLD`) above which the step fails, with
+    cause :data:`~dalembert.solvers.newton.PARASITIC`: a_k > stop · max(|u_k|, 10⁻³ · max_j |u_j|)
+    (the floor keeps a turning point, where |u_k| passes near zero, from counting)."""
     def wrap(inner, h):
+        if isinstance(inner, SawtoothState):
+            return inner
         x = _configuration(scheme.observe(inner, h))
         d = _step_velocity(x, x, 1.0).shape[0]
-        return SawtoothState(inner, x, jnp.zeros((4, d), x.dtype), jnp.asarray(-1.0, x.dtype),
-                             jnp.asarray(0, jnp.int32))
+        zero = jnp.asarray(0.0, x.dtype)
+        return SawtoothState(inner, x, jnp.zeros((4, d), x.dtype), zero - 1.0, jnp.asarray(0, jnp.int32), zero)
 
     def init(*args):
         return wrap(scheme.init(*args), args[-1])
@@ -197,7 +206,15 @@ def with_sawtooth(scheme: Scheme) -> Scheme:
         window = jnp.concatenate([u[None], st.u], axis=0)            # u_k, u_{k−1}, ..., u_{k−4}
         amp = jnp.linalg.norm(jnp.asarray(_HIGHPASS) @ window)
         amp = jnp.where(st.n >= 4, amp, -1.0)
-        return SawtoothState(new, x, window[:4], amp.astype(st.amp.dtype), jnp.minimum(st.n + 1, 4)), info
+        speed = jnp.linalg.norm(u)
+        vmax = jnp.maximum(st.vmax, speed)
+        if stop is not None:
+            grown = amp > stop * jnp.maximum(speed, 1e-3 * vmax)
+            info = info._replace(converged=info.converged & ~grown,
+                                 cause=jnp.where(grown, newton_mod.PARASITIC,
+                                                 newton_mod.CONVERGED if info.cause is None else info.cause))
+        return SawtoothState(new, x, window[:4], amp.astype(st.amp.dtype), jnp.minimum(st.n + 1, 4),
+                             vmax.astype(st.vmax.dtype)), info
 
     def observe(st, h):
         d = observation_dict(scheme.observe(st.inner, h))

@@ -68,6 +68,50 @@ def test_non_finite_energy_is_caught_at_the_step_whatever_save_every():
     assert steps[0] == steps[1]
 
 
+def _asymmetric_past(x):
+    """A knife edge whose metric loses its symmetry once q[0] > x (between saved nodes)."""
+    def G(q):
+        return jnp.array([[1.0, jnp.where(q[0] > x, 0.3, 0.0), 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    return dl.NonholonomicSystem(mass_matrix=G, potential=lambda q: 0.0 * q[0],
+                                 constraint_matrix=lambda q: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]),
+                                 name="asymmetric-past")
+
+
+def test_check_every_finds_a_broken_invariant_between_saved_nodes():
+    system = _asymmetric_past(0.5)             # q[0] = t: broken after step 49 (t = 0.5)
+    kw = dict(q0=np.zeros(3), v0=np.array([1.0, 0.0, 0.0]), h=0.01, t_final=2.0, save_every=100)
+    with pytest.raises(dl.ConvergenceError, match="invariant") as nodes_only:
+        dl.integrate(system, "nh-rattle", **kw)
+    with pytest.raises(dl.ConvergenceError, match="invariant") as every:
+        dl.integrate(system, "nh-rattle", check_every=1, **kw)
+    assert nodes_only.value.step == 99 and every.value.step == 49
+    a = dl.integrate(SPRING, "gni-midpoint", q0=Q0, v0=V0, h=0.01, t_final=10.0, save_every=10, check_every=7)
+    b = dl.integrate(SPRING, "gni-midpoint", q0=Q0, v0=V0, h=0.01, t_final=10.0, save_every=10)
+    np.testing.assert_array_equal(a.q, b.q)     # the checks do not change the run
+    for bad in (0, -3, 1.5, True):
+        with pytest.raises(dl.InputError, match="check_every"):
+            dl.integrate(SPRING, "nh-rattle", q0=Q0, v0=V0, h=0.1, t_final=1.0, check_every=bad)
+
+
+@pytest.mark.parametrize("save_every", [1, 2])
+def test_on_parasitic_stop_fails_at_the_step_the_mode_grows(save_every):
+    """The sleigh's attracting regime (nh-rattle, h = 0.01): the period-2 mode grows past
+    step ~42 000; 'stop' fails there, at the step the post-run detector reports, whatever
+    save_every (an even one used to hide the mode)."""
+    mdl = dl.models.get("chaplygin-sleigh")
+    kw = dict(h=0.01, t_final=600.0, save_every=save_every, **mdl.initial_state)
+    with pytest.warns(dl.monitors.ParasiticModeWarning):
+        warned = dl.integrate(mdl.system, "nh-rattle", **kw)
+    with pytest.raises(dl.ConvergenceError, match="parasitic") as e:
+        dl.integrate(mdl.system, "nh-rattle", on_parasitic="stop", **kw)
+    detected = warned.metadata["parasitic_mode"]["step"]
+    assert abs(e.value.step - detected) <= 2 * save_every + 10
+    part = e.value.trajectory
+    np.testing.assert_array_equal(part.q, warned.q[:len(part)])
+    with pytest.raises(dl.InputError, match="no parasitic-mode monitor"):
+        dl.integrate(mdl.system, "dla-midpoint", on_parasitic="stop", **dict(kw, t_final=1.0))
+
+
 # --- checkpoints, resume, interrupts --------------------------------------------------------
 
 def _interrupt_after(monkeypatch, calls: int, name="SIGTERM"):

@@ -12,6 +12,9 @@ import dalembert as dl
 
 distributed = pytest.importorskip("dask.distributed")
 
+# one pytest-xdist worker runs this module, so that its cluster is started once (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("dask-cluster")
+
 from test_protocol import knife_edge   # a system of ours, not in the zoo
 
 SYSTEM = knife_edge()

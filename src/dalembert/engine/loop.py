@@ -226,6 +226,48 @@ def check_data(system, carry, outs):
     return carry if data_ok is None else _fail_node(carry, data_ok(outs), newton_mod.INVARIANT)
 
 
+class CheckedState(NamedTuple):
+    """The state of a scheme checked every K steps (:func:`with_checks`): the inner state and
+    the steps taken modulo K."""
+
+    inner: object
+    count: object
+
+
+def with_checks(scheme, system, every: int):
+    """``scheme`` whose step also checks, every ``every`` steps, the new node's outputs (finite)
+    and the system's invariants (``data_ok``: a symmetric metric, a skew Π) — between the saved
+    nodes, which are checked anyway (:func:`check_data`). A step that breaks them fails with
+    cause :data:`~dalembert.solvers.newton.INVARIANT`. The check runs under ``lax.cond``: the
+    other steps pay a counter."""
+    from ..monitors import MonitoredScheme
+    data_ok = getattr(system, "data_ok", None)
+    inner_wrap = getattr(scheme, "wrap", None)
+
+    def wrap(inner, h):
+        if isinstance(inner, CheckedState):
+            return inner
+        return CheckedState(inner if inner_wrap is None else inner_wrap(inner, h), jnp.asarray(0, jnp.int32))
+
+    def check(new, h):
+        outs = node_outputs(system, scheme.observe(new, h))
+        ok = all_finite(outs)
+        return ok if data_ok is None else ok & data_ok(outs)
+
+    def step(st, h):
+        new, info = scheme.step(st.inner, h)
+        count = (st.count + 1) % every
+        ok = lax.cond(count == 0, check, lambda *_: jnp.array(True), new, h)
+        bad = info.converged & ~ok
+        base = newton_mod.CONVERGED if info.cause is None else info.cause
+        info = info._replace(converged=info.converged & ok,
+                             cause=jnp.where(bad, newton_mod.INVARIANT, base).astype(jnp.int32))
+        return CheckedState(new, count), info
+
+    return MonitoredScheme(init=lambda *a: wrap(scheme.init(*a), a[-1]), step=step,
+                           observe=lambda st, h: scheme.observe(st.inner, h), wrap=wrap)
+
+
 #: Largest size (bytes) of the per-block record buffer; see :func:`make_chunk`.
 BLOCK_BYTES = 512
 

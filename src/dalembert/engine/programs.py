@@ -13,6 +13,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import monitors
 from .._cache import cached, hashable
@@ -64,6 +65,9 @@ def bind(system, method, state0, options: dict) -> Bound:
     else:                                     # build reads the shapes of the view's state
         shape = jax.eval_shape(convert, *state0)[0]
         x0 = jnp.zeros(shape.shape, shape.dtype)
+    engine = {k: options[k] for k in ENGINE_OPTIONS if k in options}
+    options = {k: v for k, v in options.items() if k not in ENGINE_OPTIONS}
+    every, on_parasitic = _engine_options(engine)
     try:
         scheme = method.build(target, x0, **options)
     except TypeError as exc:
@@ -79,8 +83,31 @@ def bind(system, method, state0, options: dict) -> Bound:
         obs = jax.eval_shape(lambda s, hh: scheme.observe(scheme.init(*convert(*s), hh), hh),
                              tuple(jnp.asarray(x) for x in state0), h)
         if monitors.has_configuration(obs):
-            scheme = monitors.with_sawtooth(scheme)
+            scheme = monitors.with_sawtooth(scheme, monitors.THRESHOLD if on_parasitic == "stop" else None)
+    elif on_parasitic == "stop":
+        raise InputError(f"on_parasitic='stop': {method.name} has no parasitic-mode monitor (the two-step "
+                         f"families have: {', '.join(sorted(monitors.CHECKED_FAMILIES))})")
+    if every:
+        scheme = loop.with_checks(scheme, target, every)
     return Bound(target, scheme, convert)
+
+
+#: Options that the engine takes (not the method's ``build``), given with the build options:
+#: ``check_every`` (int ≥ 1: check the node's outputs and the system's invariants every K steps,
+#: :func:`~dalembert.engine.loop.with_checks`) and ``on_parasitic`` ("warn", the default, or
+#: "stop": fail the step at which the period-2 statistic of a two-step method exceeds
+#: :data:`~dalembert.monitors.THRESHOLD`).
+ENGINE_OPTIONS = ("check_every", "on_parasitic")
+
+
+def _engine_options(engine: dict):
+    every = engine.get("check_every")
+    if every is not None and (not isinstance(every, (int, np.integer)) or isinstance(every, bool) or every < 1):
+        raise InputError(f"check_every must be an integer ≥ 1 (steps) or None; got {every!r}")
+    on_parasitic = engine.get("on_parasitic", "warn")
+    if on_parasitic not in ("warn", "stop"):
+        raise InputError(f"on_parasitic must be 'warn' or 'stop'; got {on_parasitic!r}")
+    return (None if every is None else int(every)), on_parasitic
 
 
 def options_key(options: dict) -> tuple:

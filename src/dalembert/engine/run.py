@@ -150,7 +150,10 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
         file: its node arrays are DiskArrays, read when indexed (``traj.q[:]`` reads all,
         ``traj.q[::100]`` every 100th node). Compiled methods only.
     **options : passed to the method's ``build`` (e.g. ``fast_path=False``, ``rtol=1e-13``,
-        ``startup="legendre"``).
+        ``startup="legendre"``), except the engine's own: ``check_every=K`` (check the node's
+        outputs and the system's invariants every K steps, not only at the saved nodes) and
+        ``on_parasitic="stop"`` (the two-step families: fail the step at which the period-2
+        statistic exceeds ``dl.monitors.THRESHOLD``, cause "parasitic"; default "warn").
 
     Computation is in float64 (importing dalembert enables ``jax_enable_x64``). One compiled
     program per (system object, method, options, state shapes) serves every initial state, h,
@@ -449,8 +452,8 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     if start is None:
         state = b.scheme.init(*b.convert(*state0), h)
     else:                       # a method state; a monitored scheme carries its statistic too
-        wrap = getattr(b.scheme, "wrap", None)
-        state = start if wrap is None or isinstance(start, monitors.SawtoothState) else wrap(start, h)
+        wrap = getattr(b.scheme, "wrap", None)     # (idempotent on a state it made)
+        state = start if wrap is None else wrap(start, h)
     first = loop.node_outputs(b.system, b.scheme.observe(state, h))
     step = loop.guarded_step(b.scheme, b.system)
 

@@ -13,17 +13,16 @@ attribute ``metadata``.
 Safety. The nodes are written to ``<path>.partial`` and the file is renamed to ``<path>`` only
 when the run completes (after ``fsync``): a file named ``<path>`` is always a complete run. The
 writer runs in HDF5's single-writer/multiple-reader (SWMR) mode, whose ordered metadata writes
-keep the file readable whatever moment the process is killed at (without it, a writer killed
+are designed to keep the file readable at any moment (measured below; without it, a writer killed
 mid-append left an unreadable file in 1 of 40 tries here: a chunk index pointing past the end of
 the file). After each chunk the file is flushed (``H5Fflush``, then ``fsync``); a checkpoint
 (:mod:`~dalembert.engine.checkpoint`) then holds the state and the node count only, not the
 nodes. Resuming copies the partial file's rows up to the checkpoint's count into a fresh file
-(dropping a chunk written after the checkpoint) and appends from there. Measured on
-this project's machine (``benchmarks/stream_sigkill``): 25 streamed 2·10⁶-step runs with a
-checkpoint per chunk, killed with SIGKILL at random times; the 24 killed after their first
-checkpoint all resumed to completion (the one compared: bit for bit the uninterrupted run), the
-other had nothing to resume. h5py alone, 80 writers killed mid-append: every file opened with
-all its flushed rows.
+(dropping a chunk written after the checkpoint) and appends from there. Measured
+(``benchmarks/stream_sigkill``): 15 streamed, checkpointed 2·10⁶-step runs killed with SIGKILL
+at random times; the 14 killed after their first checkpoint all resumed to completion (the one
+compared: bit for bit the uninterrupted run); 40 SWMR writers killed mid-append all left files
+that read with every flushed row.
 """
 from __future__ import annotations
 

@@ -179,7 +179,7 @@ def sweep(system, method, *, out, h, t_final, save_every: int = 1, keep=None, pa
         t0 = time.perf_counter()
         futures = [c.submit(run_task, blob, key, spec, _slice(states, *bounds[i]),
                             _slice_params(params, *bounds[i]), str(paths[i]), retries=retries,
-                            key=f"dalembert-{key}-{i}", pure=False) for i in todo]
+                            key=f"dalembert-{key}-{_digest(str(Path(out).resolve()))}-{i}") for i in todo]
         _wait(futures, len(bounds), len(bounds) - len(todo), progress, meth.name, c)
         wall = time.perf_counter() - t0
     finally:

@@ -45,7 +45,7 @@ ROUNDOFF = 32.0
 _EPS = float(np.finfo(np.float64).eps)
 
 #: Why a step failed (``NewtonResult.cause``, ``StepInfo.cause``): code -> (what, what helps).
-CONVERGED, NOT_REACHABLE, DIVERGED, NON_FINITE, CHART, MAX_ITERATIONS, FAILED, INVARIANT = range(8)
+CONVERGED, NOT_REACHABLE, DIVERGED, NON_FINITE, CHART, MAX_ITERATIONS, FAILED, INVARIANT, PARASITIC = range(9)
 CAUSES = {
     CONVERGED: ("converged", ""),
     NOT_REACHABLE: ("the Newton tolerance is not reachable (the updates stalled just above it, at "
@@ -59,8 +59,11 @@ CAUSES = {
                      "(still contracting)", "pass a larger max_iter, or try a smaller h"),
     FAILED: ("the step's solver did not converge", "try a smaller h"),
     INVARIANT: ("the system's data broke an invariant at this state (a mass matrix that is not "
-                "symmetric, a Poisson matrix that is not skew), checked at the saved nodes",
-                "check the system's functions near this state"),
+                "symmetric, a Poisson matrix that is not skew), checked at the saved nodes and "
+                "every check_every steps", "check the system's functions near this state"),
+    PARASITIC: ("a parasitic period-2 (sawtooth) mode grew above the stop threshold "
+                "(on_parasitic='stop')", "use a DLA or one-step method, or a smaller h "
+                "(see dalembert.monitors)"),
 }
 
 
