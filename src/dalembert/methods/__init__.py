@@ -12,7 +12,7 @@ from . import (comparison, discrete_gradients, discrete_lagrangians, dla, eps, e
                gonzalez, lie_gni, reduced_gni, reduced_rattle, reference as _reference)
 from .base import (Method, Observation, Scheme, StepInfo, Traits, available, get, register,
                    registry)
-from .composition import Composition
+from .composition import COEFFICIENTS, Composition, compose
 from .discrete_gradients import DiscreteGradientMethod
 from .discrete_lagrangians import DiscreteLagrangian
 from .dla import DLA, dla_variant, left_point_constraint, midpoint_constraint
@@ -36,6 +36,7 @@ __doc__ += "\nRegistered methods (name: order, family; kinds integrated):\n\n" +
     for name, t in available().items()) + "\n"
 
 __all__ = [
+    "compose", "COEFFICIENTS",
     "Method", "Traits", "Scheme", "StepInfo", "Observation", "available", "get", "register",
     "registry", "GNI", "gni", "DLA", "Composition", "Reference", "DiscreteLagrangian",
     "DiscreteGradientMethod", "LieGNI", "make_lie_gni", "discrete_lagrangians",
