@@ -82,6 +82,26 @@ def interrupt(steps: int, signals, seed: int = 0):
               f"files after: {sorted(f.name for f in out.iterdir())}")
 
 
+def _interleaved(rate, labels, repeats: int) -> dict:
+    """{label: [steps/s, ...]}: ``rate(label)`` for every label in turn, ``repeats`` times."""
+    rates = {label: [] for label in labels}
+    for _ in range(repeats):
+        for label in labels:
+            rates[label].append(rate(label))
+    return rates
+
+
+def _ratio_line(title: str, rates: dict) -> str:
+    """The first variant's steps/s (median, min, max), then each other's ratio to it."""
+    first, *others = rates
+    base = np.array(rates[first])
+    line = f"{title}: {first} {np.median(base):,.0f} steps/s (min {base.min():,.0f}, max {base.max():,.0f})"
+    for label in others:
+        r = np.array(rates[label]) / base
+        line += f"; {label}: ×{np.median(r):.3f} (min {r.min():.3f}, max {r.max():.3f})"
+    return line
+
+
 def overhead(repeats: int):
     """Steps/s as shipped, without the per-step energy check, and without the in-loop sawtooth
     statistic (GNI families), each on a fresh system object (its own compiled program),
@@ -98,23 +118,18 @@ def overhead(repeats: int):
                 "no sawtooth statistic": (real_energy, lambda method: False)}
     print(f"load average at start: {os.getloadavg()}")
     for model, method, h, T in cases:
-        systems, rates = {}, {v: [] for v in variants}
+        systems = {}
         for label, (en, mon) in variants.items():
             loop.step_energy, monitors.monitored = en, mon
             systems[label] = m = dl.models.get(model)      # a fresh system object: its own programs
             dl.integrate(m.system, method, h=h, t_final=10 * h, **m.initial_state)   # compile
         loop.step_energy, monitors.monitored = real_energy, real_monitored
-        for _ in range(repeats):
-            for label in variants:
-                m = systems[label]
-                tr = dl.integrate(m.system, method, h=h, t_final=T, save_every=100, **m.initial_state)
-                rates[label].append(tr.metadata["steps_per_second"])
-        base = np.array(rates["as shipped"])
-        line = f"{model} · {method}: as shipped {np.median(base):,.0f} steps/s (min {base.min():,.0f}, max {base.max():,.0f})"
-        for label in list(variants)[1:]:
-            r = np.array(rates[label]) / base
-            line += f"; {label}: ×{np.median(r):.3f} (min {r.min():.3f}, max {r.max():.3f})"
-        print(line)
+
+        def rate(label):
+            m = systems[label]
+            tr = dl.integrate(m.system, method, h=h, t_final=T, save_every=100, **m.initial_state)
+            return tr.metadata["steps_per_second"]
+        print(_ratio_line(f"{model} · {method}", _interleaved(rate, variants, repeats)))
     print(f"load average at end: {os.getloadavg()}")
 
 
@@ -123,23 +138,18 @@ def check_every(repeats: int):
     import dalembert as dl
     dl.configure()
     cases = [("gearbox", "nh-rattle", 0.01, 2000.0), ("chaplygin-sleigh", "gni-midpoint", 0.01, 200.0)]
-    variants = {"none": {}, "K = 1000": {"check_every": 1000}, "K = 1": {"check_every": 1}}
+    variants = {"no check_every": {}, "K = 1000": {"check_every": 1000}, "K = 1": {"check_every": 1}}
     print(f"load average at start: {os.getloadavg()}")
     for model, method, h, T in cases:
         m = dl.models.get(model)
-        rates = {v: [] for v in variants}
         for opts in variants.values():
             dl.integrate(m.system, method, h=h, t_final=10 * h, **m.initial_state, **opts)   # compile
-        for _ in range(repeats):
-            for label, opts in variants.items():
-                tr = dl.integrate(m.system, method, h=h, t_final=T, save_every=100, **m.initial_state, **opts)
-                rates[label].append(tr.metadata["steps_per_second"])
-        base = np.array(rates["none"])
-        line = f"{model} · {method}: no check_every {np.median(base):,.0f} steps/s (min {base.min():,.0f}, max {base.max():,.0f})"
-        for label in list(variants)[1:]:
-            r = np.array(rates[label]) / base
-            line += f"; {label}: ×{np.median(r):.3f} (min {r.min():.3f}, max {r.max():.3f})"
-        print(line)
+
+        def rate(label):
+            tr = dl.integrate(m.system, method, h=h, t_final=T, save_every=100, **m.initial_state,
+                              **variants[label])
+            return tr.metadata["steps_per_second"]
+        print(_ratio_line(f"{model} · {method}", _interleaved(rate, variants, repeats)))
     print(f"load average at end: {os.getloadavg()}")
 
 

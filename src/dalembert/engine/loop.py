@@ -226,6 +226,12 @@ def check_data(system, carry, outs):
     return carry if data_ok is None else _fail_node(carry, data_ok(outs), newton_mod.INVARIANT)
 
 
+def check_node(system, carry, outs):
+    """The checks of a saved node: finite outputs (:func:`check_outputs`), then the system's
+    invariants (:func:`check_data`)."""
+    return check_data(system, check_outputs(carry, outs), outs)
+
+
 class CheckedState(NamedTuple):
     """The state of a scheme checked every K steps (:func:`with_checks`): the inner state and
     the steps taken modulo K."""
@@ -365,8 +371,7 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
                 0, trips, inner, (st, active, k, fail_at, cause, it_sum, it_max))
             outs = node_outputs(system, scheme.observe(st2, h))
             # (ok2 is False unless the node was active: the output check applies to those only)
-            st2, ok2, k2, fail2, cause2 = check_outputs((st2, ok2, k2, fail2, cause2), outs)
-            st2, ok2, k2, fail2, cause2 = check_data(system, (st2, ok2, k2, fail2, cause2), outs)
+            st2, ok2, k2, fail2, cause2 = check_node(system, (st2, ok2, k2, fail2, cause2), outs)
             # an inactive (padding) node leaves everything as it was
             ok_out = jnp.where(j < n_active, ok2, ok)
             carry = (st2, ok_out, jnp.where(active, k2, k), fail2, cause2, jnp.where(active, s2, it_sum),

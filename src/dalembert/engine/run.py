@@ -316,9 +316,9 @@ class _Run:
             newton = (nw.get("total_iterations", 0), nw.get("max_iterations", 0))
             prior_wall = resume_from["wall_time_s"]
         nodes = self._nodes(prefix, nodes_done, resume_from is not None)
-        if set(nodes.arrays()) != set(layout.names):
-            nodes.close() if nodes.streams else None
-            raise InputError(f"the checkpoint's node arrays {sorted(nodes.arrays())} are not this run's "
+        if nodes.names() != set(layout.names):
+            nodes.close()
+            raise InputError(f"the checkpoint's node arrays {sorted(nodes.names())} are not this run's "
                              f"{sorted(layout.names)}")
         per_call = loop.nodes_per_call(loop.CHUNK_SAVES, save_every, self.chunk_steps)
         r = loop.run_chunks(chunk, layout, state, hj, nodes, self.n_steps, per_call, save_every,
@@ -460,7 +460,7 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     def node(carry, _):
         carry = lax.fori_loop(0, save_every, lambda _, c: step(c, h), carry)
         outs = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
-        return loop.check_data(b.system, loop.check_outputs(carry, outs), outs), outs   # as in integrate
+        return loop.check_node(b.system, carry, outs), outs   # as in integrate
 
     (state, ok, _, failed, cause), nodes = lax.scan(node, loop.start_carry(state), None,
                                                     length=n_steps // save_every)
@@ -480,7 +480,7 @@ def final_state(system, method, state0, h, n_steps, **options) -> dict:
     carry = loop.start_carry(b.scheme.init(*b.convert(*state0), h))
     carry = lax.fori_loop(0, n_steps, lambda _, c: step(c, h), carry)
     out = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
-    state, ok, _, failed, cause = loop.check_data(b.system, loop.check_outputs(carry, out), out)
+    state, ok, _, failed, cause = loop.check_node(b.system, carry, out)
     out["ok"], out["failed_step"], out["failure_cause"] = ok, failed, cause
     return out
 

@@ -75,8 +75,14 @@ class MemoryNodes:
     def append(self, arrays: dict):
         self.pieces.append(arrays)
 
+    def names(self) -> set:
+        return set(self.pieces[0])
+
     def arrays(self) -> dict:
         return {k: np.concatenate([p[k] for p in self.pieces], axis=self.axis) for k in self.pieces[0]}
+
+    def close(self):
+        pass
 
 
 class StreamNodes:
@@ -125,6 +131,10 @@ class StreamNodes:
     def flush(self):
         self.file.flush()
         os.fsync(self.file.id.get_vfd_handle())
+
+    def names(self) -> set:
+        """The names of the node arrays (``t`` excluded)."""
+        return set(self.file) - {"t"}
 
     def arrays(self) -> dict:
         """The node arrays written so far, as h5py datasets (``t`` excluded)."""
