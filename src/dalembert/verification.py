@@ -28,8 +28,23 @@ from . import models as _models
 from .convergence import fitted_order
 from .errors import InputError
 
-#: allowed |fitted − declared| order
+#: allowed |fitted − declared| order for a method of order 2; a method of order p is allowed
+#: ORDER_TOL · p / 2 (:func:`order_tolerance`): the fitted slope of an order-8 method over three
+#: step sizes wanders by a few tenths (measured 7.9–8.3 on the models here)
 ORDER_TOL = 0.15
+#: the step sizes of a method of order p ≥ 4 are HIGH_ORDER_SCALE[p] × the model's (h0, T), so that
+#: its errors lie above round-off (an order-8 method at h0 = 0.1 is at 1e-15); per model where
+#: the default misses the asymptotic regime
+HIGH_ORDER_SCALE = {4: 4.0, 6: 4.0, 8: 8.0}
+HIGH_ORDER_MODEL_SCALE = {("gearbox", 8): 4.0, ("chaplygin-sleigh", 4): 16.0}
+#: a pair whose coarsest error is below this is at round-off for every h: not applicable (the
+#: model's solution is resolved exactly at these steps; e.g. the sleigh for orders 6 and 8)
+ROUNDOFF_ERROR = 1e-10
+
+
+def order_tolerance(order: int) -> float:
+    """The allowed |fitted − declared| for a method of this order (see :data:`ORDER_TOL`)."""
+    return ORDER_TOL * max(order, 2) / 2
 #: pairs measured one order above the declared (general) order, and why: the check then only
 #: requires fitted ≥ declared − ORDER_TOL. A pair not listed must match within ± ORDER_TOL.
 SUPERCONVERGENT = {
@@ -98,8 +113,8 @@ class Row:
     @property
     def order_ok(self) -> bool:
         if (self.method, self.model) in SUPERCONVERGENT:
-            return self.fitted >= self.declared - ORDER_TOL
-        return abs(self.fitted - self.declared) <= ORDER_TOL
+            return self.fitted >= self.declared - order_tolerance(self.declared)
+        return abs(self.fitted - self.declared) <= order_tolerance(self.declared)
 
     @property
     def ok(self) -> bool:
@@ -115,10 +130,15 @@ def _forms(model) -> dict:
     return out
 
 
-#: methods whose every pair compiles for 15–60 s (measured on a 2-core machine): the test suite
-#: runs them on the model named here only, unless DALEMBERT_FULL_CONFORMANCE=1;
-#: ``python -m dalembert.verification`` always runs every pair
-EXPENSIVE = {"gonzalez-r": "gearbox", "dg-itoh-abe-sym": "gearbox"}
+#: methods the test suite runs on the model named here only, unless DALEMBERT_FULL_CONFORMANCE=1
+#: (``python -m dalembert.verification`` always runs every pair): those whose every pair compiles
+#: for 15–60 s (measured on a 2-core machine), and the registered compositions, whose bases run on
+#: every model and which add 1–3 s per pair (each on a different model; every pair passes, as
+#: measured by the full run)
+EXPENSIVE = {"gonzalez-r": "gearbox", "dg-itoh-abe-sym": "gearbox",
+             "nh-rattle-4": "p2-affine", "nh-rattle-6": "chaotic-quartic", "nh-rattle-8": "vertical-rolling-disk",
+             "gni-midpoint-4": "nonholonomic-particle", "dg-gonzalez-4": "gearbox",
+             "dg-gonzalez-6": "vertical-rolling-disk", "dg-avf-4": "chaotic-quartic"}
 
 
 def in_quick_suite(method: str, model: str) -> bool:
@@ -181,6 +201,11 @@ def check_pair(method_name: str, model_name: str, form: str = "system", hs=None,
     row = Row(method.name, model.name if form == "system" else f"{model.name} ({form})", kinds[0],
               method.traits.order)
     h0, T = MODEL_SETTINGS.get(model.name, DEFAULT_SETTINGS)
+    order = method.traits.order
+    if order >= 4:
+        scale = HIGH_ORDER_MODEL_SCALE.get((model.name, order), HIGH_ORDER_SCALE.get(order, 8.0))
+        h0 *= scale
+        T = h0 * max(2, math.ceil(T / h0 - 1e-9))              # a whole number of the coarsest steps
     T = float(t_final if t_final is not None else T)
     hs = np.asarray(hs if hs is not None else (h0, h0 / 2, h0 / 4), float)
     arrays = _order_arrays(model)
@@ -203,6 +228,11 @@ def check_pair(method_name: str, model_name: str, form: str = "system", hs=None,
         fits[a] = (fitted_order(hs, errs), errs)
     worst = min(fits, key=lambda a: fits[a][0])
     row.fitted, row.errors = fits[worst]
+    if max(row.errors) < ROUNDOFF_ERROR:
+        row.applicable = False
+        row.reason = (f"errors at round-off for every h ({max(row.errors):.0e}): the model's solution is "
+                      f"resolved exactly at these steps, no order to fit")
+        return row
     finest = runs[-1]
     for text in method.traits.preserves:
         for name, claims, measure, tol in PRESERVED_CHECKS:

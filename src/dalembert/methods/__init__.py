@@ -9,10 +9,11 @@ Lagrangian; a user's own :class:`Method` object is passed to ``dl.integrate`` as
 from __future__ import annotations
 
 from . import (comparison, discrete_gradients, discrete_lagrangians, dla, eps, exp_chart, gni as _gni,
-               gonzalez, lie_gni, reduced_gni, reduced_rattle, reference as _reference)
+               gni_symmetric, gonzalez, lie_gni, reduced_gni, reduced_rattle, reference as _reference)
 from .base import (Method, Observation, Scheme, StepInfo, Traits, available, get, register,
                    registry)
 from .composition import COEFFICIENTS, Composition, compose
+from .composition import registered as registered_compositions
 from .discrete_gradients import DiscreteGradientMethod
 from .discrete_lagrangians import DiscreteLagrangian
 from .dla import DLA, dla_variant, left_point_constraint, midpoint_constraint
@@ -24,12 +25,15 @@ from .reference import Reference, reference_solution
 #: reference ODE, the discrete gradients and Gonzalez methods and the comparison methods
 #: (Celledoni et al. 2019), the Euler–Poincaré–Suslov integrators (Jiménez–Scheurle 2015), the
 #: Lie-group GNI, the exponential-chart GNI and the reduced GNI on shape × group (Ferraro et al.).
-FAMILIES = (_gni, dla, _reference, discrete_gradients, eps, gonzalez, comparison, lie_gni,
+FAMILIES = (_gni, gni_symmetric, dla, _reference, discrete_gradients, eps, gonzalez, comparison, lie_gni,
             exp_chart, reduced_gni, reduced_rattle)
 
 for _family in FAMILIES:
     for _m in _family.METHODS:
         register(_m)
+#: then the symmetric compositions of registered methods (``nh-rattle-4``, ``dg-gonzalez-4``, …)
+for _m in registered_compositions():
+    register(_m)
 
 __doc__ += "\nRegistered methods (name: order, family; kinds integrated):\n\n" + "\n".join(
     f"* ``{name}``: order {t.order}, {t.family}; {', '.join(t.integrates)}"

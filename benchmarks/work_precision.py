@@ -1,0 +1,317 @@
+"""Work-precision benchmark (issue 15): wall time to reach a final error, dalembert's structure-
+preserving methods against diffrax (Tsit5, Dopri8) and SciPy's DOP853 on the index-1 ODE.
+
+    python benchmarks/work_precision.py [--t-final 1000] [--problems gearbox,disk,quartic-3,quartic-10]
+                                        [--xla dalembert|default] [--budget 20] [--out benchmarks/results]
+
+For each problem and method, a sweep of step sizes (dalembert, fixed h = T/N, N doubling) or of
+tolerances (diffrax with a PID controller and DOP853, rtol = atol = 10^-k): the final error
+max|q(T) − q_ref(T)|, the wall time of a compiled run (the best of ``--repeats``, after a warm-up
+run that compiles), the constraint residual |μ(q)v − ν| and the relative energy error at T. From the
+sweep, the wall time at the target errors 1e-4, 1e-7, 1e-10 (log-log interpolation between the two
+sweep points around the target; "—" if the sweep does not reach it). The reference q_ref(T): the
+exact solution (rolling disk) or DOP853 at rtol = atol = 1e-14, checked against nh-rattle-8 at a
+small step (the difference is printed as the reference's floor; errors below it are not
+resolved).
+
+``--xla dalembert`` (default) calls ``dalembert.engine.xla.configure()`` before JAX starts (what the
+command line does: XLA's small-loop kernels) and compiles the diffrax programs with dalembert's
+per-executable options, so that every solver runs under the same XLA settings; ``--xla default``
+leaves XLA as it is (dalembert still applies its per-executable options to its own programs).
+Needs diffrax (``pip install -e .[bench]``); without it the diffrax columns are left out.
+Writes ``work_precision_<xla>.json``, ``.md`` and a work-precision plot ``.png`` to ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+TARGETS = (1e-4, 1e-7, 1e-10)
+PROBLEMS = {"gearbox": ("gearbox", {}), "disk": ("vertical-rolling-disk", {}),
+            "quartic-3": ("chaotic-quartic", {"n": 3}), "quartic-10": ("chaotic-quartic", {"n": 10})}
+#: dalembert methods of order ≥ 2 and the first step count of their sweep, per unit time
+DALEMBERT = {"nh-rattle": 8, "spark-lobatto2": 8, "nh-rattle-4": 2, "nh-rattle-6": 1, "nh-rattle-8": 1,
+             "dg-gonzalez-4": 2}
+
+
+def _timed(fn, repeats):
+    fn()                                            # compiles
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def _invariants(system, q, v, E0):
+    import jax.numpy as jnp
+    q, v = jnp.asarray(q), jnp.asarray(v)
+    res = float(np.max(np.abs(np.asarray(system.constraint_matrix(q) @ v - system.constraint_rhs(q)))))
+    E = float(system.energy(q, v))
+    return res, abs(E - E0) / max(abs(E0), 1e-300)
+
+
+def reference(model, T):
+    """q_ref(T) and the floor (difference between two independent references)."""
+    import dalembert as dl
+    from dalembert.systems.index1_ode import reference_solution
+    st = model.initial_state
+    q_dop, _, _ = reference_solution(model.system, st["q0"], st["v0"], np.array([0.0, T]), rtol=1e-14, atol=1e-14)
+    q_ref = q_dop[-1]
+    if getattr(model, "solution_type", "") == "exact" or model.name == "vertical-rolling-disk":
+        sol, _ = model.state_solution(np.array([0.0, T]))
+        q_ref = np.asarray(sol["q"])[-1]
+    h = T / (int(T) * 16)
+    tr = dl.integrate(model.system, "nh-rattle-8", h=h, t_final=T, save_every=int(round(T / h)),
+                      progress=False, **st)
+    floor = float(np.max(np.abs(np.asarray(tr.q)[-1] - q_ref)))
+    return q_ref, max(floor, float(np.max(np.abs(q_dop[-1] - q_ref))))
+
+
+def sweep_dalembert(model, method, T, q_ref, budget, repeats):
+    import dalembert as dl
+    st = model.initial_state
+    E0 = float(model.system.energy(st["q0"], st["v0"]))
+    rows, N = [], max(2, int(DALEMBERT[method] * T))
+    spent = 0.0
+    while spent < budget:
+        h = T / N
+        try:
+            wall, tr = _timed(lambda: dl.integrate(model.system, method, h=h, t_final=T, save_every=N,
+                                                   progress=False, **st), repeats)
+        except Exception as exc:  # noqa: BLE001 - a step that fails is a point not reached
+            print(f"    {method} N={N}: {type(exc).__name__}: {str(exc)[:80]}", flush=True)
+            N *= 2
+            continue
+        q, v = np.asarray(tr.q)[-1], np.asarray(tr.v)[-1]
+        err = float(np.max(np.abs(q - q_ref)))
+        res, dE = _invariants(model.system, q, v, E0)
+        rows.append({"N": N, "h": h, "error": err, "wall": wall, "constraint": res, "energy": dE})
+        print(f"    {method:14s} N={N:9d} err {err:.2e} wall {wall:8.4f}s  |μv| {res:.0e} dE {dE:.0e}", flush=True)
+        spent += wall * (repeats + 1)
+        if err < 1e-12 or (len(rows) > 2 and err > 0.5 * rows[-2]["error"] and err < 1e-9):
+            break
+        N *= 2
+    return rows
+
+
+def _ode(model):
+    import jax
+    import jax.numpy as jnp
+    n = model.initial_state["q0"].shape[0]
+    system = model.system
+
+    def f(t, y, args):
+        q, v = y[:n], y[n:]
+        return jnp.concatenate([v, system.acceleration(q, v)])
+    y0 = jnp.concatenate([jnp.asarray(model.initial_state["q0"]), jnp.asarray(model.initial_state["v0"])])
+    return f, y0, n
+
+
+def sweep_diffrax(model, solver_name, T, q_ref, budget, repeats, xla):
+    import diffrax
+    import jax
+    import jax.numpy as jnp
+    f, y0, n = _ode(model)
+    solver = {"tsit5": diffrax.Tsit5(), "dopri8": diffrax.Dopri8()}[solver_name]
+
+    def solve(y0, tol):
+        sol = diffrax.diffeqsolve(diffrax.ODETerm(f), solver, 0.0, T, None, y0,
+                                  stepsize_controller=diffrax.PIDController(rtol=tol, atol=tol),
+                                  saveat=diffrax.SaveAt(t1=True), max_steps=None,
+                                  adjoint=diffrax.ForwardMode())
+        return sol.ys[-1], sol.stats["num_steps"]
+
+    lowered = jax.jit(solve).lower(y0, 1e-6)
+    if xla == "dalembert":
+        from dalembert.engine.xla import compile_lowered
+        compiled = compile_lowered(lowered)
+    else:
+        compiled = lowered.compile()
+    st = model.initial_state
+    E0 = float(model.system.energy(st["q0"], st["v0"]))
+    rows, spent = [], 0.0
+    for k in range(3, 15):
+        tol = 10.0 ** (-k)
+        wall, (y, steps) = _timed(lambda: jax.block_until_ready(compiled(y0, jnp.asarray(tol))), repeats)
+        q, v = np.asarray(y[:n]), np.asarray(y[n:])
+        err = float(np.max(np.abs(q - q_ref)))
+        res, dE = _invariants(model.system, q, v, E0)
+        rows.append({"tol": tol, "steps": int(steps), "error": err, "wall": wall, "constraint": res, "energy": dE})
+        print(f"    {solver_name:14s} tol={tol:.0e} steps {int(steps):8d} err {err:.2e} wall {wall:8.4f}s  "
+              f"|μv| {res:.0e} dE {dE:.0e}", flush=True)
+        spent += wall * (repeats + 1)
+        if spent > budget or err < 1e-12:
+            break
+    return rows
+
+
+def sweep_dop853(model, T, q_ref, budget):
+    from dalembert.systems.index1_ode import reference_solution
+    st = model.initial_state
+    E0 = float(model.system.energy(st["q0"], st["v0"]))
+    n = st["q0"].shape[0]
+    rows, spent = [], 0.0
+    reference_solution(model.system, st["q0"], st["v0"], np.array([0.0, 1.0]), rtol=1e-6, atol=1e-6)
+    for k in range(3, 15):
+        tol = 10.0 ** (-k)
+        t0 = time.perf_counter()
+        q, v, sol = reference_solution(model.system, st["q0"], st["v0"], np.array([0.0, T]), rtol=tol, atol=tol)
+        wall = time.perf_counter() - t0
+        err = float(np.max(np.abs(q[-1] - q_ref)))
+        res, dE = _invariants(model.system, q[-1], v[-1], E0)
+        rows.append({"tol": tol, "steps": int(sol.nfev), "error": err, "wall": wall, "constraint": res, "energy": dE})
+        print(f"    {'DOP853':14s} tol={tol:.0e} nfev {sol.nfev:8d} err {err:.2e} wall {wall:8.4f}s", flush=True)
+        spent += wall
+        if spent > budget or err < 1e-12:
+            break
+    return rows
+
+
+def wall_at(rows, target):
+    """Wall time at a final error ``target`` by log-log interpolation along the sweep (None if the
+    sweep does not reach it)."""
+    pts = sorted(((r["error"], r["wall"]) for r in rows if np.isfinite(r["error"])), reverse=True)
+    if not pts or min(e for e, _ in pts) > target:
+        return None
+    for (e1, w1), (e2, w2) in zip(pts, pts[1:]):
+        if e2 <= target <= e1:
+            if e1 == e2:
+                return min(w1, w2)
+            s = (math.log(target) - math.log(e1)) / (math.log(e2) - math.log(e1))
+            return math.exp(math.log(w1) + s * (math.log(w2) - math.log(w1)))
+    return min(w for e, w in pts if e <= target)
+
+
+def _best_row(rows, target):
+    ok = [r for r in rows if r["error"] <= target]
+    return min(ok, key=lambda r: r["wall"]) if ok else None
+
+
+def table(results, floors, T):
+    lines = [f"Final-time error max|q(T) − q_ref(T)| at T = {T:g}; wall time (s) of a compiled run to reach "
+             "it (log-log interpolation along the sweep); constraint residual and relative energy error "
+             "at T of the cheapest sweep point that reaches 1e-7.", ""]
+    for prob, methods in results.items():
+        lines += [f"### {prob} (reference floor {floors[prob]:.1e})", "",
+                  "| method | wall @1e-4 | wall @1e-7 | wall @1e-10 | \\|μv − ν\\| | energy error |", "|---|---|---|---|---|---|"]
+        for name, rows in methods.items():
+            cells = []
+            for tgt in TARGETS:
+                w = wall_at(rows, tgt) if tgt >= floors[prob] else None
+                cells.append("—" if w is None else f"{w:.3g}")
+            r = _best_row(rows, 1e-7)
+            inv = ("—", "—") if r is None else (f"{r['constraint']:.0e}", f"{r['energy']:.0e}")
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {inv[0]} | {inv[1]} |")
+        lines += ["", _ratios(methods, floors[prob]), ""]
+    return "\n".join(lines)
+
+
+def _ratios(methods, floor):
+    out = []
+    for tgt in (1e-7, 1e-10):
+        if tgt < floor:
+            continue
+        walls = {n: wall_at(r, tgt) for n, r in methods.items()}
+        dal = {n: w for n, w in walls.items() if w is not None and not n.startswith(("diffrax", "DOP853"))}
+        dfx = {n: w for n, w in walls.items() if w is not None and n.startswith("diffrax")}
+        dop = walls.get("DOP853")
+        if not dal:
+            out.append(f"at {tgt:.0e}: no dalembert method reached it")
+            continue
+        bd = min(dal, key=dal.get)
+        s = f"at {tgt:.0e}: fastest dalembert {bd} {dal[bd]:.3g} s"
+        if dfx:
+            bx = min(dfx, key=dfx.get)
+            s += f"; fastest diffrax {bx} {dfx[bx]:.3g} s → ratio dalembert/diffrax {dal[bd] / dfx[bx]:.2f}"
+        if dop:
+            s += f"; DOP853 {dop:.3g} s → ratio dalembert/DOP853 {dal[bd] / dop:.2f}"
+        out.append(s)
+    return "\n".join(f"- {s}" for s in out)
+
+
+def plot(results, floors, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    probs = list(results)
+    fig, axes = plt.subplots(1, len(probs), figsize=(4.6 * len(probs), 4.2), squeeze=False)
+    for ax, prob in zip(axes[0], probs):
+        for name, rows in results[prob].items():
+            rows = sorted(rows, key=lambda r: r["wall"])
+            style = "--" if name.startswith(("diffrax", "DOP853")) else "-"
+            ax.loglog([r["wall"] for r in rows], [max(r["error"], 1e-16) for r in rows], style, marker="o",
+                      ms=3, label=name)
+        ax.axhline(floors[prob], color="grey", lw=0.8, ls=":")
+        ax.set_xlabel("wall time of a compiled run (s)")
+        ax.set_ylabel("final error max|q(T) − q_ref(T)|")
+        ax.set_title(prob)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--t-final", type=float, default=1000.0)
+    ap.add_argument("--problems", default=",".join(PROBLEMS))
+    ap.add_argument("--methods", default=",".join(DALEMBERT))
+    ap.add_argument("--xla", choices=("dalembert", "default"), default="dalembert")
+    ap.add_argument("--budget", type=float, default=20.0, help="seconds of runs per method and problem")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--no-dop853", action="store_true")
+    ap.add_argument("--out", default="benchmarks/results")
+    a = ap.parse_args(argv)
+    if a.xla == "dalembert":
+        from dalembert.engine.xla import configure
+        configure()
+    import dalembert as dl
+    try:
+        import diffrax  # noqa: F401
+        have_diffrax = True
+    except ImportError:
+        have_diffrax = False
+        print("diffrax is not installed (pip install -e .[bench]): its columns are left out")
+    T = a.t_final
+    results, floors = {}, {}
+    t_start = time.time()
+    load = os.getloadavg()
+    for prob in a.problems.split(","):
+        name, params = PROBLEMS[prob]
+        model = dl.models.get(name, **params)
+        q_ref, floors[prob] = reference(model, T)
+        print(f"{prob}: reference floor {floors[prob]:.1e}", flush=True)
+        res = {}
+        for m in a.methods.split(","):
+            res[m] = sweep_dalembert(model, m, T, q_ref, a.budget, a.repeats)
+        if have_diffrax:
+            for s in ("tsit5", "dopri8"):
+                res[f"diffrax-{s}"] = sweep_diffrax(model, s, T, q_ref, a.budget, a.repeats, a.xla)
+        if not a.no_dop853:
+            res["DOP853"] = sweep_dop853(model, T, q_ref, a.budget)
+        results[prob] = res
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"work_precision_{a.xla}_T{int(T)}"
+    meta = {"t_final": T, "xla": a.xla, "load_before": load, "load_after": os.getloadavg(),
+            "seconds": time.time() - t_start, "cores": os.cpu_count(), "python": sys.version.split()[0]}
+    stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "floors": floors, "results": results}, indent=1))
+    md = (f"# Work-precision, T = {T:g}, XLA {a.xla}\n\nLoad average before/after {load[0]:.2f}/"
+          f"{meta['load_after'][0]:.2f} on {meta['cores']} cores; {meta['seconds']:.0f} s in all.\n\n"
+          + table(results, floors, T))
+    stem.with_suffix(".md").write_text(md)
+    plot(results, floors, stem.with_suffix(".png"))
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""The GNI's discrete Lagrangian with one constraint impulse per step: a self-adjoint map on D*.
+
+The registered GNIs (:mod:`dalembert.methods.gni`) step the state (q_k, p⁺_k): a reflection
+(P − Q)* then the symplectic map of L_d. That map is not self-adjoint (its adjoint is "symplectic
+map, then reflection"), so the symmetric compositions of :mod:`dalembert.methods.composition`
+do not raise its order (measured: the triple jump of ``nh-rattle`` stays of order 2). This module
+gives the same discrete Lagrangians a one-step form on the constraint manifold
+D* = {(q, p) : μ(q) G(q)⁻¹ p = ν(q)} with one unknown impulse ℓ ∈ R^m per step, split equally
+between the two nodes:
+
+    −D1 L_d(q_k, q_{k+1}, h) = p_k − μ(q_k)ᵀ ℓ
+    p_{k+1} = D2 L_d(q_k, q_{k+1}, h) − μ(q_{k+1})ᵀ ℓ
+    μ(q_{k+1}) G(q_{k+1})⁻¹ p_{k+1} = ν(q_{k+1})                     (unknowns q_{k+1}, ℓ)
+
+This is the GNI's momentum equation D1 L_d + D2 L_d = −h μᵀλ of Ferraro–Jiménez–Martín de Diego
+2015, (9a) and (27a) (with the two nodes' halves of the impulse equal, ℓ = −(h/2)λ_k, instead of
+linked through the reflection (8)/(26)) and the node constraint (9b)/(27b) at the new node. For
+L_d^SV and a constant G it is "half kick, drift, half kick" with the impulse of the step at both
+ends — McLachlan–Perlmutter's nonholonomic RATTLE (Ferraro et al. 2015 (15)) with the two
+multipliers λ̃_k, λ̃_{k+1} of a step set equal, which removes the multiplier from the state.
+
+**Self-adjoint.** For a symmetric L_d (L_d(q0, q1, h) = −L_d(q1, q0, −h)), stepping back from
+(q_{k+1}, p_{k+1}) with −h gives the same equations with ℓ → −ℓ, and the constraint at the far
+node holds on D*: Φ_{−h} = Φ_h⁻¹ on D*. Hence order 2, and the compositions of Yoshida, Suzuki,
+Kahan–Li and McLachlan raise it to 4, 6 and 8 (``nh-rattle-4`` …, ``gni-midpoint-4``).
+
+**Cost.** With a constant G and L_d = L_d^SV the drift is explicit and the Newton unknowns are the
+m impulses only (a simplified Newton iteration: one m×m Jacobian per step); otherwise Newton on
+(q_{k+1}, ℓ), n + m unknowns. Measured on the gearbox: 0.31 µs per step against 0.17 µs for
+``nh-rattle`` (explicit, one m×m solve).
+
+Reported at the nodes: q_k, p_k (on D*), v_k = G⁻¹p_k (the constraint holds to round-off) and the
+multiplier λ = −(2/h) ℓ of the step that ended at t_k (Lagrange–d'Alembert sign convention; an
+O(h²) approximation of λ(t_k − h/2); 0 at t_0 — the state keeps it only as the next Newton guess).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .. import linalg
+from ..solvers.newton import MAX_ITER, RTOL, newton
+from . import discrete_lagrangians as dls
+from .base import Method, Scheme, StepInfo, Traits
+from .gni import metric_factor_fn
+
+
+class SymmetricGNIState(NamedTuple):
+    """q: (n,) q_k;  p: (n,) p_k on D*;  lam: (m,) the multiplier of the last step (Newton guess)."""
+
+    q: Any
+    p: Any
+    lam: Any
+
+
+def _init(system):
+    def init(q0, v0, h=None):
+        q0, v0 = jnp.asarray(q0), jnp.asarray(v0)
+        return SymmetricGNIState(q0, system.momentum(q0, v0), system.multiplier(q0, v0))
+    return init
+
+
+def _observe(factor_fn):
+    def observe(state, h=None):
+        return {"q": state.q, "p": state.p, "v": factor_fn(state.q).solve(state.p), "lam": state.lam}
+    return observe
+
+
+def _constraint(system, f, q, p):
+    """μ(q) G⁻¹ p − ν(q), shape (m,)."""
+    return linalg.mv(system.constraint_matrix(q), f.solve(p)) - system.constraint_rhs(q)
+
+
+def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
+    """Constant G, L_d with potential weight a at the left node: Newton on ℓ only."""
+    def step(state, h):
+        q, p, lam = state
+        f = factor_fn(q)
+        mu0 = system.constraint_matrix(q)
+        p_free = p - a * h * system.grad_potential(q)
+
+        def advance(ell):
+            p_half = p_free - linalg.vm(ell, mu0)
+            q1 = q + h * f.solve(p_half)
+            p1 = p_half - (1.0 - a) * h * system.grad_potential(q1) - linalg.vm(ell, system.constraint_matrix(q1))
+            return q1, p1
+
+        res = newton(lambda ell: _constraint(system, f, *advance(ell)), -0.5 * h * lam,
+                     rtol=rtol, max_iter=max_iter, simplified=simplified)
+        q1, p1 = advance(res.x)
+        return SymmetricGNIState(q1, p1, -(2.0 / h) * res.x), StepInfo.of(res)
+    return step
+
+
+def _newton_step(system, factor_fn, L_d, rtol, max_iter):
+    """Any G(q) and L_d: Newton on (q_{k+1}, ℓ)."""
+    D1 = jax.grad(L_d, argnums=0)
+    D2 = jax.grad(L_d, argnums=1)
+
+    def step(state, h):
+        q, p, lam = state
+        n = q.shape[0]
+        mu0 = system.constraint_matrix(q)
+
+        def p_next(x, ell):
+            return D2(q, x, h) - linalg.vm(ell, system.constraint_matrix(x))
+
+        def F(u):
+            x, ell = u[:n], u[n:]
+            return jnp.concatenate([-D1(q, x, h) - p + linalg.vm(ell, mu0),
+                                    _constraint(system, factor_fn(x), x, p_next(x, ell))])
+
+        ell0 = -0.5 * h * lam
+        u0 = jnp.concatenate([q + h * factor_fn(q).solve(p - linalg.vm(ell0, mu0)), ell0])
+        res = newton(F, u0, rtol=rtol, max_iter=max_iter)
+        x, ell = res.x[:n], res.x[n:]
+        return SymmetricGNIState(x, p_next(x, ell), -(2.0 / h) * ell), StepInfo.of(res)
+    return step
+
+
+@dataclass(frozen=True, eq=False)
+class SymmetricGNI(Method):
+    """The self-adjoint one-step form of the GNI on D* (see the module docstring).
+
+    Build options: ``fast_path`` (default True: the kick–drift–kick form when G is constant and
+    L_d has a potential weight, e.g. L_d^SV), ``rtol``, ``max_iter`` (Newton), ``simplified``
+    (default True: on the kick–drift–kick path, the m × m Jacobian is evaluated once per step, at
+    the guess from the last step's multiplier — 18 % faster on the gearbox, same tolerance;
+    False: a full Newton iteration).
+    """
+
+    discrete_lagrangian: Any = None
+
+    def build(self, system, q0, *, fast_path: bool = True, rtol: float = RTOL,
+              max_iter: int = MAX_ITER, simplified: bool = True) -> Scheme:
+        L_d, a = dls.resolve(self.discrete_lagrangian, system)
+        factor_fn = metric_factor_fn(system, q0)
+        if fast_path and a is not None and system.constant_metric(q0):
+            step = _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified)
+        else:
+            step = _newton_step(system, factor_fn, L_d, rtol, max_iter)
+        return Scheme(_init(system), step, _observe(factor_fn))
+
+
+_SRC = ("Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, (9a)/(27a) with one impulse "
+        "per step split equally between the nodes, (9b)/(27b) at the new node")
+
+
+def _traits(source, explicit_when=""):
+    return Traits(
+        order=2, symmetric=True, implicit=True, explicit_when=explicit_when,
+        preserves=("node constraint μ(q_k) G⁻¹p_k = ν(q_k)",),
+        node_velocity="v_k = G⁻¹p_k (on the constraint)", source=source,
+        family="gni-symmetric", integrates=("nonholonomic",))
+
+
+METHODS = (
+    SymmetricGNI(
+        name="nh-rattle-sym",
+        traits=_traits(f"{_SRC}; L_d^SV (15)", "never (Newton on the m impulses only when G is constant)"),
+        description="Nonholonomic RATTLE with one impulse per step: a self-adjoint map on D*, "
+                    "the base of nh-rattle-4/-6/-8.",
+        discrete_lagrangian=dls.stormer_verlet),
+    SymmetricGNI(
+        name="gni-midpoint-sym",
+        traits=_traits(f"{_SRC}; L_d = h L((q0+q1)/2, (q1−q0)/h)"),
+        description="GNI with the midpoint L_d and one impulse per step: a self-adjoint map on D*, "
+                    "the base of gni-midpoint-4; any G(q).",
+        discrete_lagrangian=dls.midpoint),
+)
