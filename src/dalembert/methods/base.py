@@ -39,6 +39,20 @@ class StepInfo(NamedTuple):
         return cls(res.converged, res.iterations, res.cause)
 
 
+def kahan_add(y, delta, c):
+    """``(y + delta, c')`` by Kahan's compensated summation: c is the rounding error of the earlier
+    additions still owed to y (carried in the state between steps, zeros at the start). Over N steps
+    the round-off of the sum grows like ε·|y| (not N·ε·|y|), which matters when the increments are
+    small against the state (angles that grow with t, 10⁷ steps). Arrays of any matching shapes.
+
+    Source: W. Kahan, Comm. ACM 8 (1965) 40; Hairer–Lubich–Wanner, Geometric Numerical Integration
+    (2006), §VIII.5, Algorithm 5.1.
+    """
+    d = delta - c
+    t = y + d
+    return t, (t - y) - d
+
+
 def explicit_info():
     """The StepInfo of an explicit step."""
     return StepInfo(jnp.array(True), jnp.array(0, jnp.int32))

@@ -84,7 +84,7 @@ class DLA(Method):
         n = q0.shape[0]
 
         def step(state, h):
-            q, p, g = state
+            q, p, g = state.q, state.p, state.g
             mu = system.constraint_matrix(q)
             m = mu.shape[0]
 

@@ -169,7 +169,7 @@ def recentre_state(state: GNIState, n: int, threshold: float = RECENTRE_AT) -> G
 
         def co(c):
             return jnp.concatenate([c[:n], linalg.solve(D, c[n:])])   # Dψ symmetric
-        return GNIState(jnp.concatenate([st.q[:n], recentre(rho)]), co(st.p), co(st.g))
+        return st._replace(q=jnp.concatenate([st.q[:n], recentre(rho)]), p=co(st.p), g=co(st.g))
 
     rho = state.q[n:]
     return lax.cond(jnp.sum(rho * rho) > threshold ** 2, move, lambda st: st, state)

@@ -37,15 +37,17 @@ from .. import linalg
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from ..systems.nonholonomic import MetricFactor, constant_metric_factor
 from . import discrete_lagrangians as dls
-from .base import Method, Observation, Scheme, StepInfo, Traits, explicit_info
+from .base import Method, Observation, Scheme, StepInfo, Traits, explicit_info, kahan_add
 
 
 class GNIState(NamedTuple):
-    """q: (n,) node q_k;  p: (n,) pre-momentum p⁺_k;  g: (n,) ∇V(q_k) (used by the fast path)."""
+    """q: (n,) node q_k;  p: (n,) pre-momentum p⁺_k;  g: (n,) ∇V(q_k) (used by the fast path);
+    c: None, or the compensations (c_q, c_p) of the summed q and p (``compensated=True``)."""
 
     q: Any
     p: Any
     g: Any
+    c: Any = None
 
 
 def metric_factor_fn(system, q0):
@@ -160,6 +162,9 @@ class GNI(Method):
 
     Build options (``dl.integrate(..., fast_path=..., rtol=..., max_iter=...)``):
     fast_path : use the explicit closed form when it applies (default True).
+    compensated : on the explicit path, add the increments of q and p to the state by Kahan's
+        compensated summation (:func:`~dalembert.methods.base.kahan_add`; default True): the
+        round-off of long runs grows like ε|q| instead of N ε|q| (docs/long_runs.md).
     rtol, max_iter : Newton tolerance and iteration limit.
     startup : "consistent" (default) or "legendre"; see :func:`startup_init`.
     complement : None (default: the metric-orthogonal complement D⊥) or a callable
@@ -172,7 +177,8 @@ class GNI(Method):
     discrete_lagrangian: Any = None
 
     def build(self, system, q0, *, fast_path: bool = True, rtol: float = RTOL,
-              max_iter: int = MAX_ITER, startup: str = "consistent", complement=None) -> Scheme:
+              max_iter: int = MAX_ITER, startup: str = "consistent", complement=None,
+              compensated: bool = True) -> Scheme:
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
         factor_fn = metric_factor_fn(system, q0)
         explicit = fast_path and a is not None and system.constant_metric(q0)
@@ -180,19 +186,44 @@ class GNI(Method):
         if complement is not None:
             _check_complement(system, complement, q0)
             coeff = complement_coefficients(system, complement)
-        step = (_explicit_step(system, factor_fn, a, coeff) if explicit
-                else _newton_step(system, factor_fn, L_d, rtol, max_iter, coeff))
-        return Scheme(startup_init(system, startup), step, gni_observe(system, factor_fn, coeff))
+        init = startup_init(system, startup)
+        if explicit:
+            step = _explicit_step(system, factor_fn, a, coeff, compensated)
+            if compensated:
+                init = _with_compensation(init)
+        else:
+            step = _newton_step(system, factor_fn, L_d, rtol, max_iter, coeff)
+        return Scheme(init, step, gni_observe(system, factor_fn, coeff))
 
 
-def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients):
+def _with_compensation(init):
+    """init(...) with zero compensations (c_q, c_p)."""
+    def wrapped(*args):
+        st = init(*args)
+        return st._replace(c=(jnp.zeros_like(st.q), jnp.zeros_like(st.p)))
+    return wrapped
+
+
+def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients, compensated=False):
+    """Reflect, kick, drift, kick as increments: Δ₁ = −2μᵀs − a h ∇V(q_k) (reflection and first
+    kick), q_{k+1} = q_k + h G⁻¹(p⁺_k + Δ₁), p⁺_{k+1} = p⁺_k + Δ₁ − (1 − a) h ∇V(q_{k+1});
+    with ``compensated`` the two sums are Kahan's."""
     def step(state, h):
-        q, p, g = state
+        q, p, g, c = state
         f = factor_fn(q)
-        p_half = affine_reflection(system, q, p, f, coefficients) - a * h * g
-        q1 = q + h * f.solve(p_half)
+        s, mu = coefficients(system, q, p, f)
+        d1 = -2.0 * linalg.vm(s, mu) - a * h * g
+        dq = h * f.solve(p + d1)
+        if compensated:
+            q1, cq = kahan_add(q, dq, c[0])
+        else:
+            q1, cq = q + dq, None
         g1 = system.grad_potential(q1)
-        return GNIState(q1, p_half - (1.0 - a) * h * g1, g1), explicit_info()
+        dp = d1 - (1.0 - a) * h * g1
+        if compensated:
+            p1, cp = kahan_add(p, dp, c[1])
+            return GNIState(q1, p1, g1, (cq, cp)), explicit_info()
+        return GNIState(q1, p + dp, g1), explicit_info()
     return step
 
 
@@ -201,7 +232,7 @@ def _newton_step(system, factor_fn, L_d, rtol, max_iter, coefficients=reflection
     D2 = jax.grad(L_d, argnums=1)
 
     def step(state, h):
-        q, p, g = state
+        q, p, g = state.q, state.p, state.g
         f = factor_fn(q)
         p_minus = affine_reflection(system, q, p, f, coefficients)
         res = newton(lambda x: -D1(q, x, h) - p_minus, q + h * f.solve(p_minus),

@@ -44,22 +44,26 @@ import jax.numpy as jnp
 from .. import linalg
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
-from .base import Method, Scheme, StepInfo, Traits
+from .base import Method, Scheme, StepInfo, Traits, kahan_add
 from .gni import metric_factor_fn
 
 
 class SymmetricGNIState(NamedTuple):
-    """q: (n,) q_k;  p: (n,) p_k on D*;  lam: (m,) the multiplier of the last step (Newton guess)."""
+    """q: (n,) q_k;  p: (n,) p_k on D*;  lam: (m,) the multiplier of the last step (Newton guess);
+    c: None, or the compensations (c_q, c_p) of the summed q and p (``compensated=True``)."""
 
     q: Any
     p: Any
     lam: Any
+    c: Any = None
 
 
-def _init(system):
+def _init(system, compensated=False):
     def init(q0, v0, h=None):
         q0, v0 = jnp.asarray(q0), jnp.asarray(v0)
-        return SymmetricGNIState(q0, system.momentum(q0, v0), system.multiplier(q0, v0))
+        p0 = system.momentum(q0, v0)
+        c = (jnp.zeros_like(q0), jnp.zeros_like(p0)) if compensated else None
+        return SymmetricGNIState(q0, p0, system.multiplier(q0, v0), c)
     return init
 
 
@@ -74,24 +78,31 @@ def _constraint(system, f, q, p):
     return linalg.mv(system.constraint_matrix(q), f.solve(p)) - system.constraint_rhs(q)
 
 
-def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
-    """Constant G, L_d with potential weight a at the left node: Newton on ℓ only."""
+def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False, compensated=False):
+    """Constant G, L_d with potential weight a at the left node: Newton on ℓ only. The updates
+    are increments, Δq = h G⁻¹(p_k + Δ₁) with Δ₁ = −a h ∇V(q_k) − μ(q_k)ᵀℓ and
+    Δp = Δ₁ − (1 − a) h ∇V(q_{k+1}) − μ(q_{k+1})ᵀℓ, summed by Kahan's method with ``compensated``."""
     def step(state, h):
-        q, p, lam = state
+        q, p, lam, c = state
         f = factor_fn(q)
         mu0 = system.constraint_matrix(q)
-        p_free = p - a * h * system.grad_potential(q)
+        g0 = a * h * system.grad_potential(q)
+
+        def add(y, dy, i):
+            return kahan_add(y, dy, c[i]) if compensated else (y + dy, None)
 
         def advance(ell):
-            p_half = p_free - linalg.vm(ell, mu0)
-            q1 = q + h * f.solve(p_half)
-            p1 = p_half - (1.0 - a) * h * system.grad_potential(q1) - linalg.vm(ell, system.constraint_matrix(q1))
-            return q1, p1
+            d1 = -g0 - linalg.vm(ell, mu0)
+            q1, cq = add(q, h * f.solve(p + d1), 0)
+            dp = d1 - (1.0 - a) * h * system.grad_potential(q1) - linalg.vm(ell, system.constraint_matrix(q1))
+            p1, cp = add(p, dp, 1)
+            return q1, p1, cq, cp
 
-        res = newton(lambda ell: _constraint(system, f, *advance(ell)), -0.5 * h * lam,
+        # the constraint is solved at the summed (compensated) node, the one the state keeps
+        res = newton(lambda ell: _constraint(system, f, *advance(ell)[:2]), -0.5 * h * lam,
                      rtol=rtol, max_iter=max_iter, simplified=simplified)
-        q1, p1 = advance(res.x)
-        return SymmetricGNIState(q1, p1, -(2.0 / h) * res.x), StepInfo.of(res)
+        q1, p1, cq, cp = advance(res.x)
+        return SymmetricGNIState(q1, p1, -(2.0 / h) * res.x, (cq, cp) if compensated else None), StepInfo.of(res)
     return step
 
 
@@ -101,7 +112,7 @@ def _newton_step(system, factor_fn, L_d, rtol, max_iter):
     D2 = jax.grad(L_d, argnums=1)
 
     def step(state, h):
-        q, p, lam = state
+        q, p, lam = state.q, state.p, state.lam
         n = q.shape[0]
         mu0 = system.constraint_matrix(q)
 
@@ -129,20 +140,21 @@ class SymmetricGNI(Method):
     L_d has a potential weight, e.g. L_d^SV), ``rtol``, ``max_iter`` (Newton), ``simplified``
     (default True: on the kick–drift–kick path, the m × m Jacobian is evaluated once per step, at
     the guess from the last step's multiplier — 18 % faster on the gearbox, same tolerance;
-    False: a full Newton iteration).
+    False: a full Newton iteration), ``compensated`` (default True: on the kick–drift–kick path,
+    the increments of q and p are summed by Kahan's method, :func:`~dalembert.methods.base.kahan_add`).
     """
 
     discrete_lagrangian: Any = None
 
     def build(self, system, q0, *, fast_path: bool = True, rtol: float = RTOL,
-              max_iter: int = MAX_ITER, simplified: bool = True) -> Scheme:
+              max_iter: int = MAX_ITER, simplified: bool = True, compensated: bool = True) -> Scheme:
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
         factor_fn = metric_factor_fn(system, q0)
         if fast_path and a is not None and system.constant_metric(q0):
-            step = _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified)
+            step = _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified, compensated)
         else:
-            step = _newton_step(system, factor_fn, L_d, rtol, max_iter)
-        return Scheme(_init(system), step, _observe(factor_fn))
+            step, compensated = _newton_step(system, factor_fn, L_d, rtol, max_iter), False
+        return Scheme(_init(system, compensated), step, _observe(factor_fn))
 
 
 _SRC = ("Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, (9a)/(27a) with one impulse "
