@@ -9,7 +9,7 @@ Lagrangian; a user's own :class:`Method` object is passed to ``dl.integrate`` as
 from __future__ import annotations
 
 from . import (comparison, discrete_gradients, discrete_lagrangians, dla, eps, exp_chart, gni as _gni,
-               gni_symmetric, gonzalez, lie_gni, reduced_gni, reduced_rattle, reference as _reference)
+               gni_symmetric, gonzalez, lie_gni, reduced_gni, reduced_rattle, reference as _reference, spark)
 from .base import (Method, Observation, Scheme, StepInfo, Traits, available, get, register,
                    registry)
 from .composition import COEFFICIENTS, Composition, compose
@@ -25,7 +25,7 @@ from .reference import Reference, reference_solution
 #: reference ODE, the discrete gradients and Gonzalez methods and the comparison methods
 #: (Celledoni et al. 2019), the Euler–Poincaré–Suslov integrators (Jiménez–Scheurle 2015), the
 #: Lie-group GNI, the exponential-chart GNI and the reduced GNI on shape × group (Ferraro et al.).
-FAMILIES = (_gni, gni_symmetric, dla, _reference, discrete_gradients, eps, gonzalez, comparison, lie_gni,
+FAMILIES = (_gni, gni_symmetric, dla, _reference, discrete_gradients, eps, gonzalez, comparison, spark, lie_gni,
             exp_chart, reduced_gni, reduced_rattle)
 
 for _family in FAMILIES:

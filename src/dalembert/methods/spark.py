@@ -1,0 +1,153 @@
+"""SPARK Lobatto IIIA–IIIB methods with s stages for the Lagrange–d'Alembert equations.
+
+For ``q̇ = v``, ``ṗ = F(q, v) + μ(q)ᵀλ``, ``p = G(q) v``, ``μ(q) v = ν(q)`` with
+F = ∂L/∂q = ½ vᵀ(∂G/∂q)v − ∇V, the s-stage SPARK method of L. O. Jay (BIT 43 (2003) 93–106, with
+the Lagrange–d'Alembert form of Jay, "Lagrange–d'Alembert SPARK integrators for nonholonomic
+Lagrangian systems", 2009) with the Lobatto IIIA coefficients a (positions), the Lobatto IIIB
+coefficients â (momenta, b_i â_ij + b_j a_ji = b_i b_j) and stage multipliers Λ_1 … Λ_s:
+
+    Q_i = q_0 + h Σ_j a_ij V_j,           G(Q_i) V_i = P_i
+    P_i = p_0 + h Σ_j â_ij (F(Q_j, V_j) + μ(Q_j)ᵀ Λ_j)                         i = 1 … s
+    0 = Σ_j a_ij (μ(Q_j) V_j − ν(Q_j))                                        i = 2 … s
+    q_1 = Q_s,   p_1 = p_0 + h Σ_j b_j (F(Q_j, V_j) + μ(Q_j)ᵀ Λ_j),   μ(q_1) G(q_1)⁻¹ p_1 = ν(q_1)
+
+The internal constraints are the stage constraints averaged with the rows 2 … s of the IIIA
+matrix (Jay 2003, the s × (s+1) "mean stage constraint" matrix: the same equations, premultiplied
+by an invertible matrix); the last column of â is zero, so Λ_s enters only p_1 and is fixed by the
+endpoint constraint. For s = 2 this is ``spark-lobatto2`` (:mod:`dalembert.methods.comparison`),
+checked to agree to the Newton tolerance. Order 2s − 2 (4 for s = 3, 6 for s = 4; fitted in
+tests/convergence/test_spark.py), symmetric, the node constraint exact; energy is not conserved.
+Unknowns (V_1 … V_s, hΛ_1 … hΛ_s), s(n + m), by Newton; any G(q), linear or affine constraints.
+
+Reported at the nodes: q_k, p_k, v_k = G⁻¹p_k (on the constraint), and the multiplier Λ_s of the
+step that ended at t_k (Lagrange–d'Alembert sign; at t_0 the exact λ(q_0, v_0)).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import linalg
+from ..solvers.newton import MAX_ITER, RTOL, newton
+from .base import Method, Scheme, StepInfo, Traits
+from .gni import metric_factor_fn
+
+
+def lobatto_iiia(s: int):
+    """(a (s, s), b (s,), c (s,)) of the s-stage Lobatto IIIA method (collocation at the Lobatto
+    points: a_ij = ∫_0^{c_i} ℓ_j), in float64. Hairer–Wanner, Solving ODEs II, §IV.5."""
+    from numpy.polynomial import legendre as L
+    if s < 2:
+        raise ValueError("Lobatto methods need s ≥ 2 stages")
+    inner = L.Legendre.basis(s - 1).deriv().roots() if s > 2 else np.array([])
+    c = np.concatenate([[0.0], (np.sort(np.real(inner)) + 1.0) / 2.0, [1.0]])
+    a = np.zeros((s, s))
+    for j in range(s):
+        others = np.delete(c, j)
+        ell = np.poly1d(np.poly(others) / np.prod(c[j] - others))      # Lagrange basis ℓ_j
+        integral = np.polyint(ell)
+        a[:, j] = integral(c) - integral(0.0)
+    return a, a[-1].copy(), c
+
+
+def lobatto_iiib(s: int):
+    """â (s, s) of the s-stage Lobatto IIIB method: b_i â_ij + b_j a_ji = b_i b_j."""
+    a, b, _ = lobatto_iiia(s)
+    ahat = b[None, :] - (b[None, :] * a.T) / b[:, None]
+    ahat[:, -1] = 0.0                   # exactly (a_{s,j} = b_j): Λ_s enters only p_1
+    return ahat
+
+
+class SparkState(NamedTuple):
+    """q: (n,) q_k;  p: (n,) p_k on D*;  lam: (m,) Λ_s of the last step."""
+
+    q: Any
+    p: Any
+    lam: Any
+
+
+@dataclass(frozen=True, eq=False)
+class Spark(Method):
+    """The s-stage SPARK Lobatto IIIA–IIIB method (see module doc). Build options: rtol, max_iter."""
+
+    stages: int = 3
+
+    def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
+        s = self.stages
+        a_np, b_np, _ = lobatto_iiia(s)
+        a, ahat, b = jnp.asarray(a_np), jnp.asarray(lobatto_iiib(s)), jnp.asarray(b_np)
+        factor_fn = metric_factor_fn(system, q0)
+        n = jnp.asarray(q0).shape[0]
+
+        constant = system.constant_metric(q0)
+
+        def force(q, v, lam):
+            """∂L/∂q + μᵀΛ with ∂L/∂q = ½ vᵀ(∂G/∂q)v − ∇V."""
+            f = -system.grad_potential(q) + linalg.vm(lam, system.constraint_matrix(q))
+            if constant:
+                return f
+            return f + jax.grad(lambda x: 0.5 * jnp.sum(v * linalg.mv(system.mass_matrix(x), v)))(q)
+
+        def init(q0_, v0_, h=None):
+            q0_, v0_ = jnp.asarray(q0_), jnp.asarray(v0_)
+            return SparkState(q0_, system.momentum(q0_, v0_), system.multiplier(q0_, v0_))
+
+        def step(state, h):
+            q, p, lam = state
+            m = lam.shape[0]
+
+            def unpack(u):
+                # the unknowns are V_j and the impulses hΛ_j: Λ enters the equations through hΛ,
+                # so the Newton test then weighs both to the size of their effect on p
+                return u[:s * n].reshape(s, n), u[s * n:].reshape(s, m) / h
+
+            def stages(u):
+                V, Lam = unpack(u)
+                Q = q + h * (a @ V)
+                Fs = jax.vmap(force)(Q, V, Lam)
+                return V, Q, Fs
+
+            def residual(u):
+                V, Q, Fs = stages(u)
+                P = p + h * (ahat @ Fs)
+                r1 = jax.vmap(lambda Qi, Vi, Pi: linalg.mv(system.mass_matrix(Qi), Vi) - Pi)(Q, V, P)
+                g = jax.vmap(lambda Qi, Vi: linalg.mv(system.constraint_matrix(Qi), Vi)
+                             - system.constraint_rhs(Qi))(Q, V)
+                r2 = (a[1:] @ g)
+                q1, p1 = Q[-1], p + h * (b @ Fs)
+                r3 = linalg.mv(system.constraint_matrix(q1), factor_fn(q1).solve(p1)) - system.constraint_rhs(q1)
+                return jnp.concatenate([r1.ravel(), r2.ravel(), r3])
+
+            v0 = factor_fn(q).solve(p)
+            u0 = jnp.concatenate([jnp.tile(v0, s), jnp.tile(h * lam, s)])
+            res = newton(residual, u0, rtol=rtol, max_iter=max_iter)
+            V, Q, Fs = stages(res.x)
+            _, Lam = unpack(res.x)
+            return SparkState(Q[-1], p + h * (b @ Fs), Lam[-1]), StepInfo.of(res)
+
+        def observe(state, h=None):
+            return {"q": state.q, "p": state.p, "v": factor_fn(state.q).solve(state.p), "lam": state.lam}
+
+        return Scheme(init, step, observe)
+
+
+def _spark(s: int) -> Spark:
+    return Spark(
+        name=f"spark-lobatto{s}",
+        traits=Traits(
+            order=2 * s - 2, symmetric=True, implicit=True,
+            preserves=("node constraint μ(q_k) G⁻¹p_k = ν(q_k)",),
+            node_velocity="v_k = G⁻¹p_k (on the constraint)",
+            source=("L. O. Jay, BIT 43 (2003) 93–106 (SPARK, Lobatto IIIA–IIIB, mean stage constraint); "
+                    "Jay, Lagrange–d'Alembert SPARK integrators for nonholonomic Lagrangian systems (2009)"),
+            family="spark", integrates=("nonholonomic",)),
+        description=f"{s}-stage SPARK Lobatto IIIA–IIIB (order {2 * s - 2}); any G(q), affine constraints; "
+                    "Newton on the stage velocities and multipliers.",
+        stages=s)
+
+
+METHODS = (_spark(3), _spark(4))
