@@ -30,6 +30,11 @@ UNROLL_MAX = 10
 #: 1.0 µs per member for LAPACK's batched LU alone, and it leaves the ensemble's loop in one
 #: kernel, so that it splits over the CPU devices (docs/benchmarks.md, issue 3).
 BATCHED_UNROLL_MAX = 16
+#: A single trajectory's solves and chord (simplified Newton) factorisations of size
+#: UNROLL_MAX < n ≤ BATCHED_UNROLL_MAX use the ensembles' elimination with one member instead of
+#: LAPACK (issue 15: through ``dl.integrate`` the 13-unknown discrete-gradient step was 4.0× a C++
+#: loop, through ``dl.ensemble`` with B = 1 1.8×; docs/high_order.md has the measurement).
+SINGLE_AS_MEMBERS = True
 #: Threshold of the pivoting test of the batched solve (:func:`_solve_members`): a diagonal pivot
 #: is kept when |M_kk| ≥ u·|M_ik| for all i > k (threshold partial pivoting with u = 0.1, as in
 #: sparse direct solvers: Duff, Erisman & Reid, *Direct Methods for Sparse Matrices*, §5.4; the
@@ -141,7 +146,9 @@ def solve(A, b):
     """Solve A x = b for a general square A (n, n) by Gaussian elimination with partial pivoting.
 
     b: (n,) or (n, k).  A singular A gives non-finite entries (callers check finiteness).
-    Unrolled for n ≤ :data:`UNROLL_MAX`, LAPACK (``jnp.linalg.solve``) beyond.
+    Unrolled for n ≤ :data:`UNROLL_MAX`; for UNROLL_MAX < n ≤ :data:`BATCHED_UNROLL_MAX` the
+    ensembles' elimination below with one member (no LAPACK call: measured on the 13-unknown
+    discrete-gradient step, see :data:`SINGLE_AS_MEMBERS`); LAPACK (``jnp.linalg.solve``) beyond.
 
     Under ``jax.vmap`` (an ensemble) with n ≤ :data:`BATCHED_UNROLL_MAX` the members are solved
     together by :func:`_solve_members`: threshold pivoting that keeps the diagonal pivots when
@@ -155,7 +162,7 @@ def solve(A, b):
         return b / A[0, 0]
     if n <= UNROLL_MAX:
         return _solve_unrolled(A, b)
-    return _solve_lapack_members(A, b) if n <= BATCHED_UNROLL_MAX else _lapack(A, b)
+    return _solve_mid(A, b) if n <= BATCHED_UNROLL_MAX else _lapack(A, b)
 
 
 def _lapack(A, b):
@@ -258,10 +265,18 @@ def _solve_members(one, size, in_batched, A, b):
 
 
 _solve_unrolled = _members_last(_pivoted)
+
+
+def _one_member(A, b):
+    """One matrix solved as an ensemble of one member (:func:`_solve_members`): threshold-pivoted
+    elimination, with the pivoted loop as its fallback; no LAPACK call."""
+    return _solve_members(_pivoted_loop, 1, (False, False), A, b)[0]
+
+
 # under vmap the fallback is a pivoted elimination in a loop, not LAPACK: an ensemble's program
 # then holds no LAPACK call, and may run on as many CPU devices as XLA has pool threads
 # (engine.ensemble_devices: a LAPACK kernel waits on that pool)
-_solve_lapack_members = _members_last(_lapack, fallback=_pivoted_loop)
+_solve_mid = _members_last(_one_member, fallback=_pivoted_loop)
 
 
 def _eliminate_members(A, b):
@@ -342,7 +357,9 @@ def chord_factor(A):
     """Prepare the matrix A (n, n) of simplified (chord) Newton for repeated solves with
     :func:`chord_solve`; the result is opaque.
 
-    One matrix: ``lu_factor(A)``, and each solve is a substitution. Under ``jax.vmap`` (an
+    One matrix: ``lu_factor(A)``, and each solve is a substitution (for UNROLL_MAX < n ≤
+    BATCHED_UNROLL_MAX the matrix itself, eliminated with each solve: :data:`SINGLE_AS_MEMBERS`).
+    Under ``jax.vmap`` (an
     ensemble) with n ≤ :data:`BATCHED_UNROLL_MAX`: the members' matrices themselves (with the
     permutation marked −1), which :func:`chord_solve` eliminates afresh with each right-hand
     side by :func:`_solve_members`. Measured on the discrete-gradient step of the chaotic
@@ -359,8 +376,27 @@ def chord_solve(factor, b):
     return _chord_solve(factor, b)
 
 
-_chord_factor = custom_vmap(lu_factor)
-_chord_solve = custom_vmap(lu_solve)
+def _deferred(n: int) -> bool:
+    """Whether one matrix of size n is kept unfactored for :func:`chord_solve` (eliminated with
+    each right-hand side, as the members of an ensemble are): see :data:`SINGLE_AS_MEMBERS`."""
+    return SINGLE_AS_MEMBERS and UNROLL_MAX < n <= BATCHED_UNROLL_MAX
+
+
+def _chord_factor_one(A):
+    n = A.shape[-1]
+    if _deferred(n):
+        perm_dtype = jax.eval_shape(lu_factor, A)[1].dtype
+        return A, jnp.full((n,), -1, perm_dtype)
+    return lu_factor(A)
+
+
+def _chord_solve_one(factor, b):
+    M, _ = factor
+    return solve(M, b) if _deferred(M.shape[-1]) else lu_solve(factor, b)
+
+
+_chord_factor = custom_vmap(_chord_factor_one)
+_chord_solve = custom_vmap(_chord_solve_one)
 
 
 @_chord_factor.def_vmap
