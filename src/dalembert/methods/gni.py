@@ -207,20 +207,22 @@ def _with_compensation(init):
 def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients, compensated=False):
     """Reflect, kick, drift, kick as increments: Δ₁ = −2μᵀs − a h ∇V(q_k) (reflection and first
     kick), q_{k+1} = q_k + h G⁻¹(p⁺_k + Δ₁), p⁺_{k+1} = p⁺_k + Δ₁ − (1 − a) h ∇V(q_{k+1});
-    with ``compensated`` the two sums are Kahan's."""
+    with ``compensated`` (and a state that carries its compensations) the two sums are Kahan's."""
     def step(state, h):
         q, p, g, c = state
+        # a state without compensations (built by hand, e.g. GNIState(q, p, g)) steps plainly
+        comp = compensated and c is not None
         f = factor_fn(q)
         s, mu = coefficients(system, q, p, f)
         d1 = -2.0 * linalg.vm(s, mu) - a * h * g
         dq = h * f.solve(p + d1)
-        if compensated:
+        if comp:
             q1, cq = kahan_add(q, dq, c[0])
         else:
             q1, cq = q + dq, None
         g1 = system.grad_potential(q1)
         dp = d1 - (1.0 - a) * h * g1
-        if compensated:
+        if comp:
             p1, cp = kahan_add(p, dp, c[1])
             return GNIState(q1, p1, g1, (cq, cp)), explicit_info()
         return GNIState(q1, p + dp, g1), explicit_info()

@@ -88,8 +88,10 @@ def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False, com
         mu0 = system.constraint_matrix(q)
         g0 = a * h * system.grad_potential(q)
 
+        comp = compensated and c is not None        # a hand-built state without c steps plainly
+
         def add(y, dy, i):
-            return kahan_add(y, dy, c[i]) if compensated else (y + dy, None)
+            return kahan_add(y, dy, c[i]) if comp else (y + dy, None)
 
         def advance(ell):
             d1 = -g0 - linalg.vm(ell, mu0)
@@ -102,7 +104,7 @@ def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False, com
         res = newton(lambda ell: _constraint(system, f, *advance(ell)[:2]), -0.5 * h * lam,
                      rtol=rtol, max_iter=max_iter, simplified=simplified)
         q1, p1, cq, cp = advance(res.x)
-        return SymmetricGNIState(q1, p1, -(2.0 / h) * res.x, (cq, cp) if compensated else None), StepInfo.of(res)
+        return SymmetricGNIState(q1, p1, -(2.0 / h) * res.x, (cq, cp) if comp else None), StepInfo.of(res)
     return step
 
 
