@@ -204,9 +204,12 @@ def with_sawtooth(scheme: Scheme, stop: float | None = None) -> Scheme:
         x = _configuration(scheme.observe(new, h))
         u = _step_velocity(st.x, x, h)
         window = jnp.concatenate([u[None], st.u], axis=0)            # u_k, u_{k−1}, ..., u_{k−4}
-        amp = jnp.linalg.norm(jnp.asarray(_HIGHPASS) @ window)
+        # elementwise, not ``@``/``norm``: a dot in the loop body keeps XLA from compiling the
+        # loop into one kernel (engine.xla), which cost more than the explicit step itself
+        high = jnp.sum(jnp.asarray(_HIGHPASS)[:, None] * window, axis=0)
+        amp = jnp.sqrt(jnp.sum(high * high))
         amp = jnp.where(st.n >= 4, amp, -1.0)
-        speed = jnp.linalg.norm(u)
+        speed = jnp.sqrt(jnp.sum(u * u))
         vmax = jnp.maximum(st.vmax, speed)
         if stop is not None:
             grown = amp > stop * jnp.maximum(speed, 1e-3 * vmax)

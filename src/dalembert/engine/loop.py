@@ -162,10 +162,15 @@ def step_cause(info, new_finite):
 
 
 def step_energy(system, scheme):
-    """``energy(state, h)``: the energy of the node a state observes (the ``energy`` of the
-    system's diagnostics; XLA keeps only what it needs), or None for a kind without one."""
+    """``energy(state, h)``: the value the system requires finite after every step for the node a
+    state observes (:meth:`~dalembert.systems.kind.SystemKind.step_check_value`: by default the
+    node's energy; XLA keeps only what it needs), or None for a kind without one."""
     def energy(st, h):
-        return node_outputs(system, scheme.observe(st, h)).get("energy")
+        obs = observation_dict(scheme.observe(st, h))
+        check = getattr(system, "step_check_value", None)
+        if check is None:
+            return node_outputs(system, obs).get("energy")
+        return check(obs)
     return energy
 
 

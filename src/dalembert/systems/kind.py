@@ -73,6 +73,13 @@ class SystemKind:
         and ``constraint_residual`` (k,)."""
         raise NotImplementedError
 
+    def step_check_value(self, obs: dict):
+        """A scalar (traceable) that the engine requires to be finite after every step: by default
+        the node's ``energy`` (a potential log(x) can go NaN while its gradient, and so the state,
+        stays finite). A kind may return something cheaper that is finite exactly when the energy
+        of a finite state is (see :meth:`NonholonomicSystem.step_check_value`)."""
+        return self.diagnostics(obs).get("energy")
+
     def reference_solution(self, *state, t, rtol: float = 1e-13, atol: float = 1e-13) -> dict:
         """The kind's reference solution at times ``t`` (t[0] = 0): named node arrays with a
         leading axis of len(t), named as the kind's compiled methods name them.

@@ -358,6 +358,14 @@ class NonholonomicSystem(SystemKind):
         return {"energy": self.energy(obs["q"], obs["v"]),
                 "constraint_residual": self.constraint_residual(obs["q"], obs["v"])}
 
+    def step_check_value(self, obs: dict):
+        """V(q) + Σ G(q): finite exactly when the energy ½vᵀGv + V of a finite node is (for finite
+        v), without the node velocity — for the GNI that is the projection of p⁺, which cost the
+        explicit step 40 % more when the energy was checked at every step (issue 15). The sum of G
+        is a constant that XLA folds when the metric is constant."""
+        q = obs["q"]
+        return self.potential(q) + jnp.sum(self.mass_matrix(q))
+
     def reference_solution(self, q0, v0, *, t, rtol: float = 1e-13, atol: float = 1e-13) -> dict:
         """q, v (N, n), p = G v (N, n) and the continuous multiplier λ (N, m) at times t, from the
         index-1 ODE by DOP853 (:func:`dalembert.systems.index1_ode.reference_solution`)."""
