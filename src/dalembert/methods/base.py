@@ -53,6 +53,21 @@ def kahan_add(y, delta, c):
     return t, (t - y) - d
 
 
+def compensated_add(y, delta, c):
+    """``(y + delta, c')``: by :func:`kahan_add` when the state carries a compensation c, plainly
+    (c' = None) when c is None (a state built without compensations steps as it was built)."""
+    return (y + delta, None) if c is None else kahan_add(y, delta, c)
+
+
+def with_compensation(init):
+    """``init(...)`` whose state (a NamedTuple with fields q, p and c) starts with zero
+    compensations c = (c_q, c_p) for :func:`compensated_add`."""
+    def wrapped(*args):
+        st = init(*args)
+        return st._replace(c=(jnp.zeros_like(st.q), jnp.zeros_like(st.p)))
+    return wrapped
+
+
 def explicit_info():
     """The StepInfo of an explicit step."""
     return StepInfo(jnp.array(True), jnp.array(0, jnp.int32))
@@ -80,6 +95,32 @@ def momentum_init(system):
         q0 = jnp.asarray(q0)
         return MomentumState(q0, system.momentum(q0, jnp.asarray(v0)))
     return init
+
+
+class MultiplierState(NamedTuple):
+    """A one-step method on D* that keeps the multiplier of its last step (reported, and the next
+    Newton guess): q (n,), p (n,) = G v on the constraint, lam (m,); c: None, or the compensations
+    (c_q, c_p) of the summed q and p (:func:`compensated_add`)."""
+
+    q: Any
+    p: Any
+    lam: Any
+    c: Any = None
+
+
+def multiplier_init(system):
+    """init(q0, v0, h) -> MultiplierState(q0, G(q0) v0, λ(q0, v0)) (the exact multiplier)."""
+    def init(q0, v0, h=None):
+        q0, v0 = jnp.asarray(q0), jnp.asarray(v0)
+        return MultiplierState(q0, system.momentum(q0, v0), system.multiplier(q0, v0))
+    return init
+
+
+def multiplier_observe(factor_fn):
+    """observe(state, h) -> {q, p, v = G⁻¹p, lam} of a :class:`MultiplierState`."""
+    def observe(state, h=None):
+        return {"q": state.q, "p": state.p, "v": factor_fn(state.q).solve(state.p), "lam": state.lam}
+    return observe
 
 
 def observation_dict(obs) -> dict:

@@ -37,7 +37,8 @@ from .. import linalg
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from ..systems.nonholonomic import MetricFactor, constant_metric_factor
 from . import discrete_lagrangians as dls
-from .base import Method, Observation, Scheme, StepInfo, Traits, explicit_info, kahan_add
+from .base import (Method, Observation, Scheme, StepInfo, Traits, compensated_add, explicit_info,
+                   with_compensation)
 
 
 class GNIState(NamedTuple):
@@ -188,44 +189,29 @@ class GNI(Method):
             coeff = complement_coefficients(system, complement)
         init = startup_init(system, startup)
         if explicit:
-            step = _explicit_step(system, factor_fn, a, coeff, compensated)
+            step = _explicit_step(system, factor_fn, a, coeff)
             if compensated:
-                init = _with_compensation(init)
+                init = with_compensation(init)
         else:
             step = _newton_step(system, factor_fn, L_d, rtol, max_iter, coeff)
         return Scheme(init, step, gni_observe(system, factor_fn, coeff))
 
 
-def _with_compensation(init):
-    """init(...) with zero compensations (c_q, c_p)."""
-    def wrapped(*args):
-        st = init(*args)
-        return st._replace(c=(jnp.zeros_like(st.q), jnp.zeros_like(st.p)))
-    return wrapped
-
-
-def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients, compensated=False):
+def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients):
     """Reflect, kick, drift, kick as increments: Δ₁ = −2μᵀs − a h ∇V(q_k) (reflection and first
-    kick), q_{k+1} = q_k + h G⁻¹(p⁺_k + Δ₁), p⁺_{k+1} = p⁺_k + Δ₁ − (1 − a) h ∇V(q_{k+1});
-    with ``compensated`` (and a state that carries its compensations) the two sums are Kahan's."""
+    kick), q_{k+1} = q_k + h G⁻¹(p⁺_k + Δ₁), p⁺_{k+1} = p⁺_k + Δ₁ − (1 − a) h ∇V(q_{k+1}); the
+    two sums are Kahan's when the state carries compensations (``compensated``, the default), plain
+    for a state built without (e.g. GNIState(q, p, g) by hand)."""
     def step(state, h):
         q, p, g, c = state
-        # a state without compensations (built by hand, e.g. GNIState(q, p, g)) steps plainly
-        comp = compensated and c is not None
+        cq, cp = (None, None) if c is None else c
         f = factor_fn(q)
         s, mu = coefficients(system, q, p, f)
         d1 = -2.0 * linalg.vm(s, mu) - a * h * g
-        dq = h * f.solve(p + d1)
-        if comp:
-            q1, cq = kahan_add(q, dq, c[0])
-        else:
-            q1, cq = q + dq, None
+        q1, cq = compensated_add(q, h * f.solve(p + d1), cq)
         g1 = system.grad_potential(q1)
-        dp = d1 - (1.0 - a) * h * g1
-        if comp:
-            p1, cp = kahan_add(p, dp, c[1])
-            return GNIState(q1, p1, g1, (cq, cp)), explicit_info()
-        return GNIState(q1, p + dp, g1), explicit_info()
+        p1, cp = compensated_add(p, d1 - (1.0 - a) * h * g1, cp)
+        return GNIState(q1, p1, g1, None if c is None else (cq, cp)), explicit_info()
     return step
 
 

@@ -31,12 +31,13 @@ m impulses only (a simplified Newton iteration: one m×m Jacobian per step); oth
 
 Reported at the nodes: q_k, p_k (on D*), v_k = G⁻¹p_k (the constraint holds to round-off) and the
 multiplier λ = −(2/h) ℓ of the step that ended at t_k (Lagrange–d'Alembert sign convention; an
-O(h²) approximation of λ(t_k − h/2); 0 at t_0 — the state keeps it only as the next Newton guess).
+O(h²) approximation of λ(t_k − h/2); at t_0 the exact λ(q_0, v_0); the state keeps it as the next
+Newton guess, not as part of the map).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -44,33 +45,9 @@ import jax.numpy as jnp
 from .. import linalg
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
-from .base import Method, Scheme, StepInfo, Traits, kahan_add
+from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, multiplier_init,
+                   multiplier_observe, with_compensation)
 from .gni import metric_factor_fn
-
-
-class SymmetricGNIState(NamedTuple):
-    """q: (n,) q_k;  p: (n,) p_k on D*;  lam: (m,) the multiplier of the last step (Newton guess);
-    c: None, or the compensations (c_q, c_p) of the summed q and p (``compensated=True``)."""
-
-    q: Any
-    p: Any
-    lam: Any
-    c: Any = None
-
-
-def _init(system, compensated=False):
-    def init(q0, v0, h=None):
-        q0, v0 = jnp.asarray(q0), jnp.asarray(v0)
-        p0 = system.momentum(q0, v0)
-        c = (jnp.zeros_like(q0), jnp.zeros_like(p0)) if compensated else None
-        return SymmetricGNIState(q0, p0, system.multiplier(q0, v0), c)
-    return init
-
-
-def _observe(factor_fn):
-    def observe(state, h=None):
-        return {"q": state.q, "p": state.p, "v": factor_fn(state.q).solve(state.p), "lam": state.lam}
-    return observe
 
 
 def _constraint(system, f, q, p):
@@ -78,33 +55,30 @@ def _constraint(system, f, q, p):
     return linalg.mv(system.constraint_matrix(q), f.solve(p)) - system.constraint_rhs(q)
 
 
-def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False, compensated=False):
+def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
     """Constant G, L_d with potential weight a at the left node: Newton on ℓ only. The updates
     are increments, Δq = h G⁻¹(p_k + Δ₁) with Δ₁ = −a h ∇V(q_k) − μ(q_k)ᵀℓ and
-    Δp = Δ₁ − (1 − a) h ∇V(q_{k+1}) − μ(q_{k+1})ᵀℓ, summed by Kahan's method with ``compensated``."""
+    Δp = Δ₁ − (1 − a) h ∇V(q_{k+1}) − μ(q_{k+1})ᵀℓ, summed by Kahan's method when the state carries
+    compensations (``compensated``, the default; a state built without them steps plainly)."""
     def step(state, h):
         q, p, lam, c = state
+        cq0, cp0 = (None, None) if c is None else c
         f = factor_fn(q)
         mu0 = system.constraint_matrix(q)
         g0 = a * h * system.grad_potential(q)
 
-        comp = compensated and c is not None        # a hand-built state without c steps plainly
-
-        def add(y, dy, i):
-            return kahan_add(y, dy, c[i]) if comp else (y + dy, None)
-
         def advance(ell):
             d1 = -g0 - linalg.vm(ell, mu0)
-            q1, cq = add(q, h * f.solve(p + d1), 0)
+            q1, cq = compensated_add(q, h * f.solve(p + d1), cq0)
             dp = d1 - (1.0 - a) * h * system.grad_potential(q1) - linalg.vm(ell, system.constraint_matrix(q1))
-            p1, cp = add(p, dp, 1)
+            p1, cp = compensated_add(p, dp, cp0)
             return q1, p1, cq, cp
 
         # the constraint is solved at the summed (compensated) node, the one the state keeps
         res = newton(lambda ell: _constraint(system, f, *advance(ell)[:2]), -0.5 * h * lam,
                      rtol=rtol, max_iter=max_iter, simplified=simplified)
         q1, p1, cq, cp = advance(res.x)
-        return SymmetricGNIState(q1, p1, -(2.0 / h) * res.x, (cq, cp) if comp else None), StepInfo.of(res)
+        return MultiplierState(q1, p1, -(2.0 / h) * res.x, None if c is None else (cq, cp)), StepInfo.of(res)
     return step
 
 
@@ -130,7 +104,7 @@ def _newton_step(system, factor_fn, L_d, rtol, max_iter):
         u0 = jnp.concatenate([q + h * factor_fn(q).solve(p - linalg.vm(ell0, mu0)), ell0])
         res = newton(F, u0, rtol=rtol, max_iter=max_iter)
         x, ell = res.x[:n], res.x[n:]
-        return SymmetricGNIState(x, p_next(x, ell), -(2.0 / h) * ell), StepInfo.of(res)
+        return MultiplierState(x, p_next(x, ell), -(2.0 / h) * ell), StepInfo.of(res)
     return step
 
 
@@ -152,11 +126,14 @@ class SymmetricGNI(Method):
               max_iter: int = MAX_ITER, simplified: bool = True, compensated: bool = True) -> Scheme:
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
         factor_fn = metric_factor_fn(system, q0)
+        init = multiplier_init(system)
         if fast_path and a is not None and system.constant_metric(q0):
-            step = _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified, compensated)
+            step = _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified)
+            if compensated:
+                init = with_compensation(init)
         else:
-            step, compensated = _newton_step(system, factor_fn, L_d, rtol, max_iter), False
-        return Scheme(_init(system, compensated), step, _observe(factor_fn))
+            step = _newton_step(system, factor_fn, L_d, rtol, max_iter)
+        return Scheme(init, step, multiplier_observe(factor_fn))
 
 
 _SRC = ("Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, (9a)/(27a) with one impulse "

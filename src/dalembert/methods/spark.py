@@ -25,7 +25,6 @@ step that ended at t_k (Lagrange–d'Alembert sign; at t_0 the exact λ(q_0, v_0
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -33,7 +32,7 @@ import numpy as np
 
 from .. import linalg
 from ..solvers.newton import MAX_ITER, RTOL, newton
-from .base import Method, Scheme, StepInfo, Traits
+from .base import Method, MultiplierState, Scheme, StepInfo, Traits, multiplier_init, multiplier_observe
 from .gni import metric_factor_fn
 
 
@@ -62,14 +61,6 @@ def lobatto_iiib(s: int):
     return ahat
 
 
-class SparkState(NamedTuple):
-    """q: (n,) q_k;  p: (n,) p_k on D*;  lam: (m,) Λ_s of the last step."""
-
-    q: Any
-    p: Any
-    lam: Any
-
-
 @dataclass(frozen=True, eq=False)
 class Spark(Method):
     """The s-stage SPARK Lobatto IIIA–IIIB method (see module doc). Build options: rtol, max_iter."""
@@ -92,12 +83,8 @@ class Spark(Method):
                 return f
             return f + jax.grad(lambda x: 0.5 * jnp.sum(v * linalg.mv(system.mass_matrix(x), v)))(q)
 
-        def init(q0_, v0_, h=None):
-            q0_, v0_ = jnp.asarray(q0_), jnp.asarray(v0_)
-            return SparkState(q0_, system.momentum(q0_, v0_), system.multiplier(q0_, v0_))
-
         def step(state, h):
-            q, p, lam = state
+            q, p, lam = state.q, state.p, state.lam
             m = lam.shape[0]
 
             def unpack(u):
@@ -107,18 +94,18 @@ class Spark(Method):
 
             def stages(u):
                 V, Lam = unpack(u)
-                Q = q + h * (a @ V)
+                Q = q + h * linalg.mm(a, V)
                 Fs = jax.vmap(force)(Q, V, Lam)
                 return V, Q, Fs
 
             def residual(u):
                 V, Q, Fs = stages(u)
-                P = p + h * (ahat @ Fs)
+                P = p + h * linalg.mm(ahat, Fs)
                 r1 = jax.vmap(lambda Qi, Vi, Pi: linalg.mv(system.mass_matrix(Qi), Vi) - Pi)(Q, V, P)
                 g = jax.vmap(lambda Qi, Vi: linalg.mv(system.constraint_matrix(Qi), Vi)
                              - system.constraint_rhs(Qi))(Q, V)
-                r2 = (a[1:] @ g)
-                q1, p1 = Q[-1], p + h * (b @ Fs)
+                r2 = linalg.mm(a[1:], g)
+                q1, p1 = Q[-1], p + h * linalg.vm(b, Fs)
                 r3 = linalg.mv(system.constraint_matrix(q1), factor_fn(q1).solve(p1)) - system.constraint_rhs(q1)
                 return jnp.concatenate([r1.ravel(), r2.ravel(), r3])
 
@@ -127,12 +114,9 @@ class Spark(Method):
             res = newton(residual, u0, rtol=rtol, max_iter=max_iter)
             V, Q, Fs = stages(res.x)
             _, Lam = unpack(res.x)
-            return SparkState(Q[-1], p + h * (b @ Fs), Lam[-1]), StepInfo.of(res)
+            return MultiplierState(Q[-1], p + h * linalg.vm(b, Fs), Lam[-1]), StepInfo.of(res)
 
-        def observe(state, h=None):
-            return {"q": state.q, "p": state.p, "v": factor_fn(state.q).solve(state.p), "lam": state.lam}
-
-        return Scheme(init, step, observe)
+        return Scheme(multiplier_init(system), step, multiplier_observe(factor_fn))
 
 
 def _spark(s: int) -> Spark:
