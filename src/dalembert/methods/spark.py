@@ -98,20 +98,30 @@ class Spark(Method):
                 Fs = jax.vmap(force)(Q, V, Lam)
                 return V, Q, Fs
 
+            def constraint_terms(Qi, Vi):
+                """μ(Q)V − ν(Q) and the size of its terms |μ||V| + |ν|."""
+                mu, nu = system.constraint_matrix(Qi), system.constraint_rhs(Qi)
+                return linalg.mv(mu, Vi) - nu, linalg.mv(jnp.abs(mu), jnp.abs(Vi)) + jnp.abs(nu)
+
             def residual(u):
+                """The residual and the sizes of its terms (Newton's ``has_scale``: the stage
+                constraints are evaluated at Q = q + h Σ a V, whose rounding when |q| is large — a
+                heading that has turned many times — puts a floor under the impulses' updates)."""
                 V, Q, Fs = stages(u)
                 P = p + h * linalg.mm(ahat, Fs)
-                r1 = jax.vmap(lambda Qi, Vi, Pi: linalg.mv(system.mass_matrix(Qi), Vi) - Pi)(Q, V, P)
-                g = jax.vmap(lambda Qi, Vi: linalg.mv(system.constraint_matrix(Qi), Vi)
-                             - system.constraint_rhs(Qi))(Q, V)
-                r2 = linalg.mm(a[1:], g)
+                GV = jax.vmap(lambda Qi, Vi: linalg.mv(system.mass_matrix(Qi), Vi))(Q, V)
+                g, g_size = jax.vmap(constraint_terms)(Q, V)
                 q1, p1 = Q[-1], p + h * linalg.vm(b, Fs)
-                r3 = linalg.mv(system.constraint_matrix(q1), factor_fn(q1).solve(p1)) - system.constraint_rhs(q1)
-                return jnp.concatenate([r1.ravel(), r2.ravel(), r3])
+                r3, s3 = constraint_terms(q1, factor_fn(q1).solve(p1))
+                r = jnp.concatenate([(GV - P).ravel(), linalg.mm(a[1:], g).ravel(), r3])
+                S = jnp.concatenate([jnp.maximum(jnp.abs(GV), jnp.abs(P)).ravel(),
+                                     linalg.mm(jnp.abs(a[1:]), g_size).ravel(), s3])
+                return r, S
 
             v0 = factor_fn(q).solve(p)
             u0 = jnp.concatenate([jnp.tile(v0, s), jnp.tile(h * lam, s)])
-            res = newton(residual, u0, rtol=rtol, max_iter=max_iter)
+            res = newton(residual, u0, jacobian=jax.jacfwd(lambda u: residual(u)[0]), rtol=rtol,
+                         max_iter=max_iter, has_scale=True)
             V, Q, Fs = stages(res.x)
             _, Lam = unpack(res.x)
             return MultiplierState(Q[-1], p + h * linalg.vm(b, Fs), Lam[-1]), StepInfo.of(res)
