@@ -10,13 +10,20 @@ Under ``jax.vmap`` (an ensemble) :func:`solve` and :func:`chord_solve` have thei
 rule (``jax.custom_batching.custom_vmap``): the members' matrices are eliminated together with the
 members on the last axis (:func:`_solve_members`), which XLA vectorises across the members.
 
+Derivatives: :func:`solve` has a JVP rule, d(A⁻¹b) = A⁻¹(db − dA x), whose tangent solve
+(:func:`tangent_solve`: LU factors, then substitution) is plain JAX arithmetic linear in the
+right-hand side, so that reverse mode can transpose it (a ``custom_vmap`` rule cannot be
+transposed). The chord factorisations are used only inside Newton iterations, which are not
+differentiated (:func:`dalembert.solvers.newton.newton`).
+
 All functions are pure, jit- and vmap-able, and work in float64. Nothing here forms an explicit
-inverse.
+inverse (except :func:`inv`, for a system's small constant matrices).
 """
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.custom_batching import custom_vmap
 from jax.scipy.linalg import solve_triangular
@@ -46,6 +53,19 @@ PIVOT_THRESHOLD = 0.1
 #: under ``vmap``, B = 200), whereas the unrolled elimination of :func:`lu_factor` loses to LAPACK
 #: beyond :data:`UNROLL_MAX` (5.5 against 1.3 µs at n = 13; 19 against 1.3 under ``vmap``).
 SUBSTITUTION_UNROLL_MAX = 32
+
+
+def traced(x) -> bool:
+    """Whether ``x`` is a JAX tracer (a value inside ``jit``/``grad``/``vmap``), whose entries
+    cannot be inspected in Python: constants of a system built from traced parameters stay JAX
+    arrays and skip the checks that need their values."""
+    return isinstance(x, jax.core.Tracer)
+
+
+def inv(A):
+    """Inverse of a small constant matrix A (n, n): NumPy float64 for a concrete A, JAX for a
+    traced one (a system's parameter under differentiation)."""
+    return jnp.linalg.inv(A) if traced(A) else jnp.asarray(np.linalg.inv(np.asarray(A, np.float64)))
 
 
 def mv(A, x):
@@ -142,6 +162,7 @@ def solve_spd(A, b):
     return cho_solve(cholesky(A), b)
 
 
+@jax.custom_jvp
 def solve(A, b):
     """Solve A x = b for a general square A (n, n) by Gaussian elimination with partial pivoting.
 
@@ -163,6 +184,28 @@ def solve(A, b):
     if n <= UNROLL_MAX:
         return _solve_unrolled(A, b)
     return _solve_mid(A, b) if n <= BATCHED_UNROLL_MAX else _lapack(A, b)
+
+
+@solve.defjvp
+def _solve_jvp(primals, tangents):
+    """d(A⁻¹b) = A⁻¹ (db − dA x). The tangent is solved by :func:`lu_factor`/:func:`lu_solve`,
+    which are plain JAX arithmetic, linear in the right-hand side: reverse mode transposes them
+    (the fast solves above have a ``custom_vmap`` batching rule, which JAX cannot transpose)."""
+    A, b = primals
+    dA, db = tangents
+    x = solve(A, b)
+    dAx = jnp.einsum("ij,j...->i...", dA, x)
+    return x, tangent_solve(A, db - dAx)
+
+
+def tangent_solve(A, b):
+    """Solve A x = b (A (n, n), b (n,) or (n, k)) with operations that JAX can differentiate in
+    both modes and transpose in b (LU factors, then substitution): for derivative programs
+    (:func:`solve`'s JVP, the implicit-function-theorem solves of Newton steps). Slower under
+    ``vmap`` than :func:`solve`, which the time steps themselves use."""
+    if A.shape[0] == 1:
+        return b / A[0, 0]
+    return lu_solve(lu_factor(A), b)
 
 
 def _lapack(A, b):

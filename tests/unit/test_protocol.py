@@ -125,7 +125,7 @@ def test_solve_under_jit_vmap_and_grad_agrees_with_integrate():
     eps = 1e-6
     fd = (final_x(0.7 + eps) - final_x(0.7 - eps)) / (2 * eps)
     assert abs(g - fd) <= 1e-6 * max(1.0, abs(fd))
-    # an implicit method differentiates in forward mode (jax.jvp through the Newton loop)
+    # an implicit method differentiates by the implicit function theorem (here forward mode)
     def f(y):
         v0 = jnp.array([jnp.cos(0.1), jnp.sin(0.1), y])
         return dl.solve(s, "gni-midpoint", (jnp.asarray(Q0), v0), 0.01, 50)["q"][-1, 0]

@@ -285,9 +285,9 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
         factory must be traceable in the parameters (it is called under ``jax.vmap``, once with
         each member's concrete parameters to check its initial state, and the method's ``build``
         then runs on the traced system): parameters may enter the callables (potential, mass
-        matrix, constraints, Π, H) but not decisions taken in Python (e.g. a mass matrix that
-        does not depend on q is factored once, concretely, by several methods: a parameter in it
-        raises InputError). Example, a sweep over a
+        matrix, constraints, Π, H) and the constant arrays of a system (a constant mass matrix, an
+        inertia tensor: factored in JAX when traced), but not decisions taken in Python (e.g. a
+        method option or a shape computed from a parameter: InputError). Example, a sweep over a
         spring constant::
 
             def spring(p):

@@ -402,8 +402,55 @@ def _restored_state(state, ck):
 # solve: the pure functional core
 # ---------------------------------------------------------------------------------------------
 
+#: ``dl.solve(checkpoint="auto")`` checkpoints runs of at least this many steps.
+AUTO_CHECKPOINT_STEPS = 4096
+
+
+def checkpoint_segment(checkpoint, n_steps: int) -> int | None:
+    """Steps per checkpointed segment of :func:`solve` (None: no checkpointing).
+
+    Raises InputError for a value that is not None, "auto" or a positive integer."""
+    if checkpoint is None or checkpoint is False:
+        return None
+    if isinstance(checkpoint, str):
+        if checkpoint != "auto":
+            raise InputError(f"dl.solve: checkpoint must be None, 'auto' or a number of steps; got {checkpoint!r}")
+        return math.ceil(math.sqrt(n_steps)) if n_steps >= AUTO_CHECKPOINT_STEPS else None
+    if isinstance(checkpoint, bool) or not isinstance(checkpoint, (int, np.integer)) or checkpoint < 1:
+        raise InputError(f"dl.solve: checkpoint must be None, 'auto' or a positive number of steps; "
+                         f"got {checkpoint!r}")
+    return int(checkpoint)
+
+
+def advance(step, carry, h, n: int, segment: int | None):
+    """``n`` steps of ``step`` from ``carry`` (Python int n). With ``segment`` = K, the steps run
+    as ⌊n/K⌋ segments of K steps under ``jax.checkpoint`` (and the rest): reverse mode then keeps
+    the carry at the segments' ends and recomputes one segment's steps at a time, memory ∝ n/K + K
+    instead of n, for about one more forward run."""
+    one = lambda c, _: (step(c, h), None)            # noqa: E731
+    if segment is None or segment >= n:
+        return lax.scan(one, carry, None, length=n)[0] if n > 1 else step(carry, h)
+    block = jax.checkpoint(lambda c: lax.scan(one, c, None, length=segment)[0])
+    carry = lax.scan(lambda c, _: (block(c), None), carry, None, length=n // segment)[0]
+    return advance(step, carry, h, n % segment, None) if n % segment else carry
+
+
+def scan_nodes(node, carry, n_nodes: int, group: int):
+    """``lax.scan`` of ``node`` over ``n_nodes`` nodes; with ``group`` > 1, as groups of that
+    many nodes under ``jax.checkpoint`` (see :func:`advance`), then the rest."""
+    if group <= 1 or group >= n_nodes:
+        return lax.scan(node, carry, None, length=n_nodes)
+    block = jax.checkpoint(lambda c: lax.scan(node, c, None, length=group))
+    carry, outs = lax.scan(lambda c, _: block(c), carry, None, length=n_nodes // group)
+    outs = jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), outs)
+    if n_nodes % group:
+        carry, rest = lax.scan(node, carry, None, length=n_nodes % group)
+        outs = jax.tree_util.tree_map(lambda a, r: jnp.concatenate([a, r]), outs, rest)
+    return carry, outs
+
+
 def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start=None,
-          **options) -> dict:
+          checkpoint="auto", **options) -> dict:
     """The pure functional core: ``n_steps`` steps of ``method`` from ``state0``, as JAX arrays.
 
     Works inside ``jax.jit``, ``jax.vmap`` and (for methods whose steps are differentiable, see
@@ -424,6 +471,10 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     start : optional internal state of the method (a pytree as its ``init`` returns) to start
         from instead of ``init(state0)`` — e.g. a two-step scheme started from two given nodes.
         ``state0`` then only fixes the shapes (and a view's anchor).
+    checkpoint : reverse-mode memory (see Gradients below): ``"auto"`` (default) checkpoints
+        every ⌈√n_steps⌉ steps when n_steps ≥ :data:`AUTO_CHECKPOINT_STEPS`; an integer K
+        checkpoints every K steps; None keeps every step's values. No effect on the result or on
+        forward mode.
     **options : the method's build options.
 
     Returns
@@ -433,11 +484,16 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     ``ok`` (bool scalar: every step succeeded), ``failed_step`` (int32; −1 if none) and
     ``failure_cause`` (int32: why, a key of :data:`dalembert.solvers.newton.CAUSES`; 0 if none).
 
-    Gradients: the loop is a ``lax.scan`` over arrays only (no host callbacks), so reverse mode
-    works for the explicit steps (e.g. ``nh-rattle`` with a constant mass matrix); the implicit
-    steps' Newton iterations are a ``while`` loop, which ``jax.jvp`` differentiates (forward
-    mode) and reverse mode does not. (``jax.jacfwd`` over an implicit step trips a JAX batching
-    assertion in jax 0.10; use ``jax.jvp`` per direction.)
+    Gradients (docs/gradients.md): ``jax.grad``, ``jax.jacrev``, ``jax.jacfwd`` and ``jax.jvp`` of
+    any function of the result, with respect to ``state0``, ``h`` and whatever the system's
+    callables close over (a system built inside the differentiated function from its parameters,
+    e.g. ``dl.models.factory(name)(params)``), for every compiled method. The loop is a
+    ``lax.scan`` with a fixed trip count; an implicit step's Newton solve is differentiated by
+    the implicit function theorem (:func:`dalembert.solvers.newton.newton`: one linear solve with
+    the step's Jacobian at the root, never through the iterations). Reverse mode keeps one
+    step's values per step, or with ``checkpoint`` = K the carry every K steps and one segment at
+    a time (memory ∝ N/K + K; K = √N by default for long runs). A step that failed freezes the
+    state: derivatives past it are those of the frozen state (check ``ok``).
 
     Raises
     ------
@@ -457,13 +513,17 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     first = loop.node_outputs(b.system, b.scheme.observe(state, h))
     step = loop.guarded_step(b.scheme, b.system)
 
+    segment = checkpoint_segment(checkpoint, n_steps)
+    # a segment longer than a node checkpoints groups of nodes instead of steps within one
+    group = 1 if segment is None or save_every >= segment else segment // save_every
+
     def node(carry, _):
-        carry = lax.fori_loop(0, save_every, lambda _, c: step(c, h), carry)
+        carry = advance(step, carry, h, save_every, None if group > 1 else segment)
         outs = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
         return loop.check_node(b.system, carry, outs), outs   # as in integrate
 
-    (state, ok, _, failed, cause), nodes = lax.scan(node, loop.start_carry(state), None,
-                                                    length=n_steps // save_every)
+    (state, ok, _, failed, cause), nodes = scan_nodes(node, loop.start_carry(state), n_steps // save_every,
+                                                      group)
     out = jax.tree_util.tree_map(lambda a, b_: jnp.concatenate([a[None], b_]), first, nodes)
     out["t"] = h * save_every * jnp.arange(n_steps // save_every + 1)
     out["ok"], out["failed_step"], out["failure_cause"] = ok, failed, cause

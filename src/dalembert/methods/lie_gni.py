@@ -174,7 +174,7 @@ def solve_right_momentum(dR, inertia, mu, h, rtol=RTOL, max_iter=MAX_ITER, *, in
     Returns (W (3, 3), converged, iterations), or (w (3,), converged, iterations) with
     ``return_coordinate=True``.
     """
-    Iinv = jnp.asarray(np.linalg.inv(np.asarray(inertia, float)))
+    Iinv = linalg.inv(inertia)
 
     def F(w):
         return (dR(w, h) if in_cayley else dR(so3.cayley(w), h)) - mu

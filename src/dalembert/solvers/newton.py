@@ -2,7 +2,10 @@
 
 Jit-able and vmap-able: the iteration is a ``lax.while_loop``; the Jacobian comes from
 ``jax.jacfwd`` unless given; the linear solves are the small unrolled ones of
-:mod:`dalembert.linalg`. The result carries a convergence flag that the engine turns into a
+:mod:`dalembert.linalg`. Differentiable in both modes by the implicit function theorem: the
+solve is a ``jax.lax.custom_root``, whose derivative at the root x is
+dx = −(∂F/∂x)⁻¹ (∂F/∂θ) dθ for whatever F closes over (one solve with the Jacobian at the root,
+never through the iterations; docs/gradients.md). The result carries a convergence flag that the engine turns into a
 :class:`~dalembert.errors.ConvergenceError` naming the step (never a silent NaN).
 
 With ``simplified=True`` (simplified, or chord, Newton) the Jacobian is evaluated and factored
@@ -127,18 +130,14 @@ def newton(
     residual = (lambda x: Fs(x)[0]) if has_scale else F
     J = jacobian if jacobian is not None else jax.jacfwd(residual)
 
-    if simplified:
-        factor = linalg.chord_factor(J(x0))
+    def make_update(x_start):
+        """The Newton update x ↦ (J⁻¹F(x), S); simplified: J at ``x_start``, factored once."""
+        if simplified:
+            factor = linalg.chord_factor(J(x_start))
+            return lambda x: _chord_update(factor, Fs(x))
+        return lambda x: _full_update(J(x), Fs(x))
 
-        def update(x):
-            r, S = Fs(x)
-            return linalg.chord_solve(factor, r), S
-    else:
-        def update(x):
-            r, S = Fs(x)
-            return linalg.solve(J(x), r), S
-
-    def body(carry):
+    def body(carry, update):
         x, _, it, _, err0, err_min, _, err_prev = carry
         dx, S = update(x)
         x_new = x - dx
@@ -164,13 +163,42 @@ def newton(
     def cond(carry):
         return (~carry[3]) & (carry[2] < max_iter)
 
-    inf = jnp.array(jnp.inf)
-    init = (x0, jnp.array(True), jnp.array(0, jnp.int32), jnp.array(False), inf, inf, jnp.array(False), inf)
-    x, finite, it, _, err0, err_min, conv, _ = lax.while_loop(cond, body, init)
-    conv = conv & finite
-    cause = jnp.where(conv, CONVERGED,
-                      jnp.where(~finite, NON_FINITE,
-                                jnp.where(err_min <= STALL, NOT_REACHABLE,
-                                          jnp.where(err_min * 10.0 >= err0 / (1.0 + jnp.max(jnp.abs(x))),
-                                                    DIVERGED, MAX_ITERATIONS))))
-    return NewtonResult(x, conv, it, cause.astype(jnp.int32))
+    def iterate(_, x0):
+        inf = jnp.array(jnp.inf)
+        init = (x0, jnp.array(True), jnp.array(0, jnp.int32), jnp.array(False), inf, inf,
+                jnp.array(False), inf)
+        # (the chord factor is formed here, from iterate's own argument: all that depends on
+        # what F closes over stays inside the solve that custom_root does not differentiate)
+        update = make_update(x0)
+        x, finite, it, _, err0, err_min, conv, _ = lax.while_loop(cond, lambda c: body(c, update), init)
+        conv = conv & finite
+        cause = jnp.where(conv, CONVERGED,
+                          jnp.where(~finite, NON_FINITE,
+                                    jnp.where(err_min <= STALL, NOT_REACHABLE,
+                                              jnp.where(err_min * 10.0 >= err0 / (1.0 + jnp.max(jnp.abs(x))),
+                                                        DIVERGED, MAX_ITERATIONS))))
+        # (the flags travel as floats: custom_root gives its aux float tangents, jax 0.10)
+        return x, jnp.stack([conv, it, cause]).astype(x.dtype)
+
+    # the root's derivatives by the implicit function theorem (never through the iterations):
+    # dx = −(∂F/∂x)⁻¹ (∂F/∂θ) dθ for whatever F closes over (state, h, the system's parameters)
+    x, aux = lax.custom_root(residual, x0, iterate, _tangent_solve, has_aux=True)
+    aux = lax.stop_gradient(aux)
+    return NewtonResult(x, aux[0] > 0.5, aux[1].astype(jnp.int32), aux[2].astype(jnp.int32))
+
+
+def _chord_update(factor, rS):
+    r, S = rS
+    return linalg.chord_solve(factor, r), S
+
+
+def _full_update(J, rS):
+    r, S = rS
+    return linalg.solve(J, r), S
+
+
+def _tangent_solve(g, y):
+    """Solve g(x) = y for the linear map g (the residual's derivative at the root), with its
+    matrix formed column by column and the transposable solve of :func:`linalg.tangent_solve`."""
+    J = jax.jacfwd(g)(y)
+    return linalg.tangent_solve(J, y)

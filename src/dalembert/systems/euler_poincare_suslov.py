@@ -24,9 +24,31 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from ..lie import so3
 from .kind import SystemKind
+
+
+def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool):
+    """(𝕀 as a NumPy (3, 3) array, max |𝕀 − 𝕀ᵀ|), checked: finite, symmetric unless allowed,
+    positive definite symmetric part. Raises SystemError_."""
+    I = np.asarray(inertia, dtype=float)
+    if I.shape != (3, 3):
+        raise SystemError_(f"{name}: inertia must have shape (3, 3); got {I.shape}")
+    if not np.all(np.isfinite(I)):
+        raise SystemError_(f"{name}: inertia has non-finite entries")
+    asym = float(np.max(np.abs(I - I.T)))
+    if asym > 1e-12 * max(1.0, float(np.max(np.abs(I)))) and not allow_nonsymmetric:
+        raise SystemError_(
+            f"{name}: inertia is not symmetric (max |𝕀 − 𝕀ᵀ| = {asym:.3g}); a physical inertia "
+            f"tensor is symmetric. Pass allow_nonsymmetric=True to use it literally (momentum 𝕀ω), "
+            f"as the Jiménez–Scheurle paper does (erratum E2)")
+    eig = np.linalg.eigvalsh(0.5 * (I + I.T))
+    if eig[0] <= 1e-12 * max(1.0, abs(eig[-1])):
+        raise SystemError_(f"{name}: inertia is not positive definite (eigenvalues of its "
+                           f"symmetric part: {np.array2string(eig, precision=4)})")
+    return I, asym
 
 
 class EulerPoincareSuslovSystem(SystemKind):
@@ -58,21 +80,15 @@ class EulerPoincareSuslovSystem(SystemKind):
 
     def __init__(self, inertia, constraint_vectors, name: str = "euler-poincare-suslov", *,
                  allow_nonsymmetric: bool = False):
-        I = np.asarray(inertia, dtype=float)
-        if I.shape != (3, 3):
-            raise SystemError_(f"{name}: inertia must have shape (3, 3); got {I.shape}")
-        if not np.all(np.isfinite(I)):
-            raise SystemError_(f"{name}: inertia has non-finite entries")
-        asym = float(np.max(np.abs(I - I.T)))
-        if asym > 1e-12 * max(1.0, float(np.max(np.abs(I)))) and not allow_nonsymmetric:
-            raise SystemError_(
-                f"{name}: inertia is not symmetric (max |𝕀 − 𝕀ᵀ| = {asym:.3g}); a physical inertia "
-                f"tensor is symmetric. Pass allow_nonsymmetric=True to use it literally (momentum 𝕀ω), "
-                f"as the Jiménez–Scheurle paper does (erratum E2)")
-        eig = np.linalg.eigvalsh(0.5 * (I + I.T))
-        if eig[0] <= 1e-12 * max(1.0, abs(eig[-1])):
-            raise SystemError_(f"{name}: inertia is not positive definite (eigenvalues of its "
-                               f"symmetric part: {np.array2string(eig, precision=4)})")
+        if linalg.traced(inertia):
+            # a parameter under jax.grad/vmap: its values cannot be checked here (check them
+            # with a concrete system); taken as symmetric unless allow_nonsymmetric
+            I = jnp.asarray(inertia, jnp.float64)
+            if I.shape != (3, 3):
+                raise SystemError_(f"{name}: inertia must have shape (3, 3); got {I.shape}")
+            asym = 1.0 if allow_nonsymmetric else 0.0
+        else:
+            I, asym = _checked_inertia(inertia, name, allow_nonsymmetric)
         A = np.asarray(constraint_vectors, dtype=float)
         if A.ndim == 1:
             A = A[None, :]
@@ -92,19 +108,21 @@ class EulerPoincareSuslovSystem(SystemKind):
                                f"(singular values {np.array2string(sv, precision=3)})")
         self.name = name
         self.inertia = I
-        self.symmetric = asym <= 1e-12 * max(1.0, float(np.max(np.abs(I))))
+        self.symmetric = asym <= 1e-12 * max(1.0, float(np.max(np.abs(I)))) if not linalg.traced(I) \
+            else not allow_nonsymmetric
         self.A = A
         self.m = m
-        Iinv = np.linalg.inv(I)
+        xp = jnp if linalg.traced(I) else np
+        Iinv = xp.linalg.inv(I)
         C = A @ Iinv @ A.T
-        Cinv = np.linalg.inv(C)
+        Cinv = xp.linalg.inv(C)
         self._Iinv_np = Iinv
         self._I = jnp.asarray(I)
         self._Iinv = jnp.asarray(Iinv)
         self._A = jnp.asarray(A)
         # λ(ω) = K (𝕀ω × ω), K = −C⁻¹A𝕀⁻¹ (m, 3);  ω̇ = Pf (𝕀ω × ω), Pf = P 𝕀⁻¹ (3, 3)
         self._K = jnp.asarray(-Cinv @ A @ Iinv)
-        P = np.eye(3) - Iinv @ A.T @ Cinv @ A
+        P = xp.eye(3) - Iinv @ A.T @ Cinv @ A
         self._P = jnp.asarray(P)
         self._Pf = jnp.asarray(P @ Iinv)
         self.projector = P       #: (3, 3) the 𝕀-orthogonal projector onto 𝔤^D = ker A

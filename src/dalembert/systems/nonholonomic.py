@@ -132,7 +132,11 @@ class MetricFactor:
 
 def constant_metric_factor(G) -> MetricFactor:
     """The MetricFactor of a constant metric G (n, n): its Cholesky factor and its inverse, both
-    computed once, in NumPy float64 (G⁻¹ = L⁻ᵀL⁻¹), and for a diagonal G the diagonal of G⁻¹."""
+    computed once, in NumPy float64 (G⁻¹ = L⁻ᵀL⁻¹), and for a diagonal G the diagonal of G⁻¹.
+    A traced G (a parameter under ``jax.grad``) is factored in JAX, as a full matrix."""
+    if linalg.traced(G):
+        L = jnp.linalg.cholesky(G)
+        return MetricFactor(L, linalg.cho_solve(L, jnp.eye(G.shape[0])), None)
     G = np.asarray(G, np.float64)
     L = np.linalg.cholesky(G)
     Linv = np.linalg.solve(L, np.eye(G.shape[0]))
@@ -183,7 +187,9 @@ class NonholonomicSystem(SystemKind):
             self._mass_fn = mass_matrix
             self._mass_const = None
         else:
-            G = np.asarray(mass_matrix, dtype=np.float64)
+            # (a traced array, a parameter under jax.grad, stays a JAX value)
+            G = (jnp.asarray(mass_matrix, jnp.float64) if linalg.traced(mass_matrix)
+                 else np.asarray(mass_matrix, dtype=np.float64))
             if G.ndim != 2 or G.shape[0] != G.shape[1]:
                 raise SystemError_(f"mass_matrix must be a callable or a square array; got shape {G.shape}")
             self._mass_const = jnp.asarray(G)
