@@ -147,6 +147,9 @@ class ModelSpec:
     build: Callable
     source: str
     description: str = ""
+    #: None or ``params -> system``, traceable in the parameters (for ``jax.grad`` and
+    #: ``dl.ensemble(params=...)``): see :func:`factory`
+    system: Callable | None = None
 
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.parameters}
@@ -206,6 +209,34 @@ def get(name: str, **params) -> Model:
     if key not in _BUILT:
         _BUILT[key] = s.build(p)
     return _BUILT[key]
+
+
+def factory(name: str) -> Callable:
+    """``params -> system`` of the model ``name``: its system built from a dict of parameters
+    (missing ones take their defaults) without checks or conversions in Python, so that the
+    parameters may be traced — differentiated (``jax.grad`` through :func:`dalembert.solve`,
+    docs/gradients.md) or batched (``dl.ensemble(factory, ..., params=...)``). Only the system:
+    the exact solution and default data come from :func:`get` with concrete values.
+
+    Raises UnknownNameError (model), InputError (a model without a traceable factory; the message
+    lists those that have one).
+    """
+    s = spec(name)
+    if s.system is None:
+        have = ", ".join(sorted(n for n, x in _SPECS.items() if x.system is not None))
+        raise InputError(f"model {name!r} has no traceable factory (models with one: {have}); build "
+                         f"the system yourself from your parameters (docs/gradients.md)")
+    known = {p.name for p in s.parameters}
+
+    def make(params=None):
+        params = dict(params or {})
+        unknown = set(params) - known
+        if unknown:
+            raise UnknownNameError(f"model {name!r} has no parameter(s) {sorted(unknown)}; valid: "
+                                   f"{', '.join(sorted(known))}")
+        return s.system({**s.defaults(), **params})
+    make.__name__ = f"{name.replace('-', '_')}_factory"
+    return make
 
 
 def available() -> dict:

@@ -94,8 +94,8 @@ def almost_poisson_form(params, system=None) -> AlmostPoissonSystem:
     """
     m, a, J = params["m"], params["a"], params["J"]
     K = J + m * a * a
-    C = a * np.sqrt(m) / K
-    sm, sK = np.sqrt(m), np.sqrt(K)
+    C = a * jnp.sqrt(m) / K
+    sm, sK = jnp.sqrt(m), jnp.sqrt(K)
 
     def poisson_matrix(x):
         c, s = jnp.cos(x[2]), jnp.sin(x[2])
@@ -122,7 +122,8 @@ def almost_poisson_form(params, system=None) -> AlmostPoissonSystem:
                                n_config=3)
 
 
-def _build(p):
+def _system(p) -> NonholonomicSystem:
+    """The sleigh's system from parameters {m, a, J} (traceable in them)."""
     m, a, J = p["m"], p["a"], p["J"]
     K = J + m * a * a
 
@@ -135,7 +136,13 @@ def _build(p):
     def mu(q):
         return jnp.stack([-jnp.sin(q[2]), jnp.cos(q[2]), jnp.zeros_like(q[2])])[None, :]
 
-    system = NonholonomicSystem(mass_matrix=mass_matrix, constraint_matrix=mu, name="chaplygin-sleigh")
+    return NonholonomicSystem(mass_matrix=mass_matrix, constraint_matrix=mu, name="chaplygin-sleigh")
+
+
+def _build(p):
+    m, a, J = p["m"], p["a"], p["J"]
+    K = J + m * a * a
+    system = _system(p)
     th0, v_init, w_init = 0.1, -0.6 / np.sqrt(m), 0.001 / np.sqrt(K)
     q0 = np.array([-5.0, 0.0, th0])
     v0 = np.array([v_init * np.cos(th0), v_init * np.sin(th0), w_init])
@@ -150,7 +157,7 @@ register(ModelSpec(
     (Parameter("m", 1.0, "mass", "kg", positive),
      Parameter("J", 8.0, "moment of inertia about the centre of mass", "kg m²", positive),
      Parameter("a", 1.0, "distance from the blade to the centre of mass", "m", positive)),
-    _build, SOURCE, "A rigid body on a knife edge; exact (semi-analytic) solution."))
+    _build, SOURCE, "A rigid body on a knife edge; exact (semi-analytic) solution.", system=_system))
 
 
 # ---------------------------------------------------------------------------------------------

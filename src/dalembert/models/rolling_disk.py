@@ -83,7 +83,8 @@ def almost_poisson_form(params, system=None) -> AlmostPoissonSystem:
                                n_config=4)
 
 
-def _build(p):
+def _system(p) -> NonholonomicSystem:
+    """The disk's system from parameters {m, r, J_theta, J_phi} (traceable in them)."""
     m, r, jt, jp = p["m"], p["r"], p["J_theta"], p["J_phi"]
 
     def mu(q):
@@ -91,8 +92,13 @@ def _build(p):
         z = jnp.zeros_like(c)
         return jnp.stack([jnp.stack([1.0 + z, z, z, -r * c]), jnp.stack([z, 1.0 + z, z, -r * s])])
 
-    system = NonholonomicSystem(mass_matrix=np.diag([m, m, jt, jp]), constraint_matrix=mu,
-                                name="vertical-rolling-disk")
+    return NonholonomicSystem(mass_matrix=jnp.diag(jnp.stack([m, m, jt, jp]).astype(jnp.float64)),
+                              constraint_matrix=mu, name="vertical-rolling-disk")
+
+
+def _build(p):
+    r = p["r"]
+    system = _system(p)
     th0, thd, phd = 0.3, 0.7, 1.3
     q0 = np.array([0.0, 0.0, th0, 0.0])
     v0 = np.array([r * phd * np.cos(th0), r * phd * np.sin(th0), thd, phd])
@@ -108,4 +114,5 @@ register(ModelSpec(
     (Parameter("m", 1.0, "mass", "kg", positive), Parameter("r", 1.0, "radius", "m", positive),
      Parameter("J_theta", 0.25, "moment of inertia about the vertical axis", "kg m²", positive),
      Parameter("J_phi", 0.5, "moment of inertia about the rolling axis", "kg m²", positive)),
-    _build, SOURCE, "A disk rolling upright without slipping on a plane; exact solution."))
+    _build, SOURCE, "A disk rolling upright without slipping on a plane; exact solution.",
+    system=_system))
