@@ -21,12 +21,13 @@ from .engine import Ensemble, configure, ensemble, integrate, resume, solve, swe
 from .engine.interrupts import RunInterrupted
 from . import models
 from .convergence import convergence
+from .sympy_models import from_sympy
 
 __all__ = [
     "NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson", "EulerPoincareSuslovSystem",
     "LeftInvariantSystem", "ReducedSystem", "SystemKind",
     "integrate", "resume", "solve", "sweep", "ensemble", "Ensemble", "RunInterrupted", "configure", "clear_caches",
-    "Trajectory", "load", "methods", "models", "convergence", "lie", "linalg", "errors",
+    "Trajectory", "load", "methods", "models", "convergence", "from_sympy", "lie", "linalg", "errors",
     "DalembertError", "InputError", "ConstraintViolationError", "ConvergenceError",
     "UnknownNameError", "__version__",
 ]

@@ -11,7 +11,8 @@ PAIRS = v.pairs()
 @pytest.mark.parametrize("method,model,form", PAIRS, ids=[f"{m}|{mo}|{f}" for m, mo, f in PAIRS])
 def test_declared_order_and_preserved_properties(method, model, form):
     if not v.in_quick_suite(method, model):
-        pytest.skip(f"{method} is checked on {v.EXPENSIVE[method]} here (see verification.EXPENSIVE); "
+        pytest.skip(f"{method} on {model} is not in the quick suite (see verification.EXPENSIVE and "
+                    "QUICK_MODEL_METHODS); "
                     "DALEMBERT_FULL_CONFORMANCE=1 or `python -m dalembert.verification` runs every model")
     row = v.check_pair(method, model, form)
     if not row.applicable:

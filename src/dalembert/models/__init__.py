@@ -3,11 +3,12 @@
 Each model module gives parameters with defaults, a constraint-consistent default initial state,
 invariants, the exact solution where one is known, and its source.
 """
-from .base import Model, ModelSpec, Parameter, available, get, register, spec
+from .base import Model, ModelSpec, Parameter, available, factory, get, register, spec
 from . import (chaotic_quartic, chaplygin_sleigh, gearbox, particle, rolling_disk,  # noqa: F401
                test_problems)
 
-__all__ = ["Model", "ModelSpec", "Parameter", "available", "get", "register", "spec"]
+__all__ = ["Model", "ModelSpec", "Parameter", "available", "factory", "get", "register", "spec"]
 from . import suslov  # noqa: E402,F401  (Euler–Poincaré–Suslov on SO(3))
 from . import snakeboard  # noqa: E402,F401  (Ferraro et al. 2008 Example 2)
 from . import rolling_ball  # noqa: E402,F401  (Chaplygin sphere on a turning table; Ferraro et al. 2015)
+from . import tilting_disk  # noqa: E402,F401  (Euler's disk: a rolling disk free to tilt)
