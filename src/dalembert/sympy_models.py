@@ -80,10 +80,13 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     qsym = sympy.symbols(f"q0:{n}", real=True)
     vsym = sympy.symbols(f"v0:{n}", real=True)
     to_plain = {**dict(zip(qd, vsym)), **dict(zip(qs, qsym))}
-    values = {(sympy.Symbol(k) if isinstance(k, str) else k): v for k, v in (values or {}).items()}
+    by_symbol = {k: v for k, v in (values or {}).items() if not isinstance(k, str)}
+    by_name = {k: v for k, v in (values or {}).items() if isinstance(k, str)}
 
     def plain(expr, what):
-        e = sympy.sympify(expr).subs(to_plain).subs(values)
+        e = sympy.sympify(expr).subs(to_plain)
+        # a value given by name matches the symbol of that name, whatever its assumptions
+        e = e.subs({**{s: by_name[s.name] for s in e.free_symbols if s.name in by_name}, **by_symbol})
         if e.has(t):
             raise InputError(f"dl.from_sympy: the {what} depends on time explicitly ({_short(e)}); "
                              f"dalembert integrates autonomous systems: make t a coordinate or remove it")

@@ -171,3 +171,34 @@ def test_holonomic_constraints_of_a_lagranges_method_are_refused():
     lm = me.LagrangesMethod(T, [x, y, z], hol_coneqs=[x + y], nonhol_coneqs=[z.diff(t) - y * x.diff(t)])
     with pytest.raises(dl.InputError, match="holonomic"):
         dl.from_sympy(lm)
+
+
+def test_sleigh_from_a_kanes_method_with_values_by_name():
+    """A KanesMethod (dependent speed u2, velocity constraint u2 = 0) whose constants are
+    positive symbols, given values by name."""
+    x, y, th = me.dynamicsymbols("x y theta")
+    u1, u2, u3 = me.dynamicsymbols("u1:4")
+    t = me.dynamicsymbols._t
+    m, a, J = sm.symbols("m a J", positive=True)
+    N = me.ReferenceFrame("N")
+    B = N.orientnew("B", "Axis", [th, N.z])
+    O = me.Point("O")
+    O.set_vel(N, 0)
+    P = O.locatenew("P", x * N.x + y * N.y)
+    P.set_vel(N, u1 * B.x + u2 * B.y)
+    B.set_ang_vel(N, u3 * N.z)
+    Gc = P.locatenew("G", a * B.x)
+    Gc.v2pt_theory(P, N, B)
+    body = me.RigidBody("sleigh", Gc, B, m, (me.inertia(B, 0, 0, J), Gc))
+    kdes = [(x.diff(t) * sm.cos(th) + y.diff(t) * sm.sin(th)) - u1,
+            (-x.diff(t) * sm.sin(th) + y.diff(t) * sm.cos(th)) - u2, th.diff(t) - u3]
+    km = me.KanesMethod(N, q_ind=[x, y, th], u_ind=[u1, u3], u_dependent=[u2], kd_eqs=kdes,
+                        velocity_constraints=[u2], bodies=[body])
+    s = dl.from_sympy(km, values={"m": 2.0, "a": 0.5, "J": 3.0})
+    builtin = dl.models.get("chaplygin-sleigh", m=2.0, a=0.5, J=3.0).system
+    for _ in range(3):
+        q = jnp.asarray(RNG.uniform(-3, 3, 3))
+        np.testing.assert_allclose(np.asarray(s.mass_matrix(q)), np.asarray(builtin.mass_matrix(q)),
+                                   rtol=0, atol=1e-13)
+        np.testing.assert_allclose(np.asarray(s.constraint_matrix(q)), np.asarray(builtin.constraint_matrix(q)),
+                                   rtol=0, atol=1e-14)
