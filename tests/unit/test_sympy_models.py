@@ -79,8 +79,11 @@ def test_imported_rolling_disc_equals_the_builtin_tilting_disk():
     assert not s.is_affine
 
 
-@pytest.mark.parametrize("method", ["nh-rattle", "gni-midpoint"])
+@pytest.mark.parametrize("method", ["nh-rattle", "gni-midpoint", "dg-gonzalez"])
 def test_imported_rolling_disc_converges_with_order_two(method):
+    """Against the reference ODE (DOP853) at t = 1: fitted order 2 ± 0.15, constraint ≤ 1e-12 at
+    every node; the discrete gradient (through the automatic almost-Poisson reduction) keeps the
+    energy to round-off."""
     lm, values = rolling_disc()
     s = dl.from_sympy(lm, values=values)
     model = dl.models.get("tilting-disk")
@@ -93,18 +96,9 @@ def test_imported_rolling_disc_converges_with_order_two(method):
         worst_c = max(worst_c, float(np.max(np.abs(tr.constraint_residual))))
     assert abs(fitted_order(np.array(hs), errs) - 2.0) <= 0.15
     assert worst_c <= 1e-12
-
-
-def test_imported_rolling_disc_with_a_discrete_gradient_method_keeps_energy():
-    lm, values = rolling_disc()
-    s = dl.from_sympy(lm, values=values)
-    model = dl.models.get("tilting-disk")
-    tr = dl.integrate(s, "dg-gonzalez", q0=model.q0, v0=model.v0, h=0.02, t_final=2.0, progress=False)
-    e = np.asarray(tr.energy)
-    assert np.max(np.abs(e - e[0])) <= 1e-11 * abs(e[0])
-    assert np.max(np.abs(tr.constraint_residual)) <= 1e-12
-    ref = s.reference_solution(model.q0, model.v0, t=np.array([0.0, 2.0]))["q"][-1]
-    assert np.max(np.abs(tr.q[-1] - ref)) <= 1e-2                 # O(h²) at h = 0.02
+    if method.startswith("dg-"):
+        e = np.asarray(tr.energy)
+        assert np.max(np.abs(e - e[0])) <= 1e-12 * abs(e[0])
 
 
 def test_sleigh_from_kane_speeds_equals_the_builtin_sleigh():
