@@ -234,3 +234,39 @@ def test_parameters_change_the_model():
     G = np.asarray(m.system.mass_matrix(jnp.array([0.0, 0.0, 0.4])))
     assert abs(G[2, 2] - (3.0 + 2.0 * 0.25)) < 1e-15
     assert abs(G[0, 2] - (-2.0 * 0.5 * np.sin(0.4))) < 1e-15
+
+
+def test_tilting_disk_closed_form_equals_its_vector_derivation():
+    """The built-in tilting disk's closed-form G(q) and μ(q) against the vector form they were
+    worked out from: G = m J_Cᵀ J_C + J_ωᵀ 𝕀 J_ω (J_C = ∂C/∂q by jax.jacfwd of the centre, J_ω the
+    angular-velocity map) and μ the horizontal slip velocity of the contact point, at random q."""
+    import jax
+    import jax.numpy as jnp
+    m, r, g = 1.3, 0.4, 9.81
+    system = dl.models.factory("tilting-disk")({"m": m, "r": r, "g": g})
+
+    def frames(q):
+        c1, s1, c2, s2 = jnp.cos(q[0]), jnp.sin(q[0]), jnp.cos(q[1]), jnp.sin(q[1])
+        Yx, Yy, ez = jnp.array([c1, s1, 0.0]), jnp.array([-s1, c1, 0.0]), jnp.array([0.0, 0.0, 1.0])
+        return Yx, ez, c2 * Yy + s2 * ez, -s2 * Yy + c2 * ez
+
+    def centre(q):
+        return jnp.array([q[3], q[4], 0.0]) + r * frames(q)[3]
+
+    def vector_form(q):
+        Yx, ez, Ly, Lz = frames(q)
+        JC = jax.jacfwd(centre)(q)
+        Jw = jnp.stack([ez, Yx, Ly, jnp.zeros(3), jnp.zeros(3)], axis=1)
+        I = (m * r * r / 4) * (jnp.eye(3) - jnp.outer(Ly, Ly)) + (m * r * r / 2) * jnp.outer(Ly, Ly)
+        G = m * JC.T @ JC + Jw.T @ I @ Jw
+        slip = JC - r * jnp.cross(Jw.T, Lz).T
+        return G, slip[:2], slip[2]
+
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q = jnp.asarray(rng.uniform(-1.5, 1.5, 5))
+        G, mu, vertical = vector_form(q)
+        np.testing.assert_allclose(np.asarray(system.mass_matrix(q)), np.asarray(G), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(np.asarray(system.constraint_matrix(q)), np.asarray(mu), rtol=0, atol=1e-15)
+        np.testing.assert_allclose(np.asarray(vertical), 0.0, atol=1e-15)      # holds identically
+        assert float(system.potential(q)) == pytest.approx(m * g * r * np.cos(float(q[1])), rel=1e-15)

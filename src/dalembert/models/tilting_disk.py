@@ -7,10 +7,11 @@ Y_x = (c1, s1, 0), Y_y = (−s1, c1, 0), L_y = c2 Y_y + s2 e_z, L_z = −s2 Y_y 
 centre); the centre C = (x, y, 0) + r L_z; the angular velocity ω = ψ̇ e_z + ϑ̇ Y_x + φ̇ L_y.
 
 L = ½ m |Ċ|² + ½ ωᵀ𝕀ω − m g r cos ϑ, 𝕀 = (m r²/4)(1 − L_y L_yᵀ) + (m r²/2) L_y L_yᵀ; so
-G(q) = m J_Cᵀ J_C + J_ωᵀ 𝕀 J_ω with J_C = ∂C/∂q and J_ω = [e_z, Y_x, L_y, 0, 0] (closed form,
-no automatic Hessian). Rolling: the material point of the disk at the contact has zero velocity,
-Ċ + ω × (−r L_z) = 0, whose horizontal components are the two constraints μ(q) q̇ = 0 (the
-vertical one holds identically). The metric is singular at ϑ = ±π/2 (the disk flat, ψ and φ
+G(q) = m J_Cᵀ J_C + J_ωᵀ 𝕀 J_ω with J_C = ∂C/∂q and J_ω = [e_z, Y_x, L_y, 0, 0], worked out in
+closed form in :func:`_system` (the vector form is the test's independent check; a SymPy import
+of the same disk is the other). Rolling: the material point of the disk at the contact has zero
+velocity, Ċ + ω × (−r L_z) = 0, whose horizontal components are the two constraints
+μ(q) q̇ = 0 (the vertical one holds identically). The metric is singular at ϑ = ±π/2 (the disk flat, ψ and φ
 about the same axis): the Euler angles' singularity.
 
 No closed-form solution: the reference is the index-1 ODE solved by DOP853 (rtol = atol = 1e-13).
@@ -30,41 +31,32 @@ SOURCE = ("The rolling disc of SymPy's mechanics examples (Kane & Levinson, Dyna
           "Applications, 1985); Neimark & Fufaev, Dynamics of Nonholonomic Systems, 1972, Ch. III")
 
 
-def _frames(q):
-    c1, s1, c2, s2 = jnp.cos(q[0]), jnp.sin(q[0]), jnp.cos(q[1]), jnp.sin(q[1])
-    z = 0.0 * c1
-    Yx = jnp.stack([c1, s1, z])
-    Yy = jnp.stack([-s1, c1, z])
-    ez = jnp.stack([z, z, 1.0 + z])
-    return Yx, Yy, ez, c2 * Yy + s2 * ez, -s2 * Yy + c2 * ez, (c1, s1, c2, s2)
-
-
-def _jacobians(q, r):
-    """(J_C (3, 5), J_ω (3, 5), L_y, L_z) at q."""
-    Yx, _, ez, Ly, Lz, (c1, s1, c2, s2) = _frames(q)
-    z = 0.0 * c1
-    JC = jnp.stack([jnp.stack([r * s2 * c1, r * c2 * s1, z, 1.0 + z, z]),
-                    jnp.stack([r * s2 * s1, -r * c2 * c1, z, z, 1.0 + z]),
-                    jnp.stack([z, -r * s2, z, z, z])])
-    Jw = jnp.stack([ez, Yx, Ly, 0.0 * ez, 0.0 * ez], axis=1)
-    return JC, Jw, Ly, Lz
-
-
 def _system(p) -> NonholonomicSystem:
-    """The disk's system from parameters {m, r, g} (traceable in them)."""
+    """The disk's system from parameters {m, r, g} (traceable in them). G(q) and μ(q) in closed
+    form (module doc): with s1, c1 of ψ and s2 of ϑ,
+
+        G = m r² [[(1 + 5 s2²)/4, 0, s2/2], [0, 5/4, 0], [s2/2, 0, 1/2]] in (ψ, ϑ, φ),
+        G[(ψ, ϑ), (x, y)] = m r [[s2 c1, s2 s1], [c2 s1, −c2 c1]], G[(x, y), (x, y)] = m 1,
+        μ = [[0, 0, −r c1, 1, 0], [0, 0, −r s1, 0, 1]]
+
+    (ẋ = r φ̇ cos ψ, ẏ = r φ̇ sin ψ: the contact point moves along Y_x at the rolling speed).
+    """
     m, r, g = p["m"], p["r"], p["g"]
-    A, C = m * r * r / 4.0, m * r * r / 2.0
 
     def mass_matrix(q):
-        JC, Jw, Ly, _ = _jacobians(q, r)
-        a = jnp.sum(Ly[:, None] * Jw, axis=0)                  # L_y · J_ω (5,)
-        rot = A * jnp.sum(Jw[:, :, None] * Jw[:, None, :], axis=0) + (C - A) * a[:, None] * a[None, :]
-        return m * jnp.sum(JC[:, :, None] * JC[:, None, :], axis=0) + rot
+        c1, s1, c2, s2 = jnp.cos(q[0]), jnp.sin(q[0]), jnp.cos(q[1]), jnp.sin(q[1])
+        a, b, z = m * r * r, m * r, 0.0 * c1
+        return jnp.stack([
+            jnp.stack([a * (1.0 + 5.0 * s2 * s2) / 4.0, z, a * s2 / 2.0, b * s2 * c1, b * s2 * s1]),
+            jnp.stack([z, 1.25 * a + z, z, b * c2 * s1, -b * c2 * c1]),
+            jnp.stack([a * s2 / 2.0, z, 0.5 * a + z, z, z]),
+            jnp.stack([b * s2 * c1, b * c2 * s1, z, m + z, z]),
+            jnp.stack([b * s2 * s1, -b * c2 * c1, z, z, m + z])])
 
     def constraint_matrix(q):
-        JC, Jw, _, Lz = _jacobians(q, r)
-        cross = jnp.cross(Jw.T, Lz[None, :]).T                 # column k: J_ω,k × L_z
-        return (JC - r * cross)[:2]
+        c1, s1 = jnp.cos(q[0]), jnp.sin(q[0])
+        z = 0.0 * c1
+        return jnp.stack([jnp.stack([z, z, -r * c1, 1.0 + z, z]), jnp.stack([z, z, -r * s1, z, 1.0 + z])])
 
     return NonholonomicSystem(mass_matrix=mass_matrix, potential=lambda q: m * g * r * jnp.cos(q[1]),
                               constraint_matrix=constraint_matrix, name="tilting-disk")
