@@ -164,11 +164,17 @@ def main(argv=None):
     c = sub.add_parser("cost")
     c.add_argument("--steps", default="1000,10000,100000")
     c.add_argument("--repeats", type=int, default=5)
+    c.add_argument("--configure", action="store_true",
+                   help="call dl.configure() first (XLA:CPU small-loop kernels, as the CLI does)")
     a = ap.parse_args(argv)
     print(f"load average {os.getloadavg()}", flush=True)
     if a.what == "table":
         table(a.steps, set(filter(None, a.methods.split(","))))
     else:
+        if a.configure:
+            import dalembert as dl
+            dl.configure()
+        print(f"dl.configure(): {a.configure}", flush=True)
         cost([int(s) for s in a.steps.split(",")], a.repeats)
     print(f"load average {os.getloadavg()}", flush=True)
 

@@ -3,7 +3,6 @@
     python examples/gradients.py identify     # the sleigh's mass distribution from a noisy path
     python examples/gradients.py shoot        # the rolling disk's heading rate that hits a target
 
-Needs optax (``pip install "dalembert[gradients]"``) for the first.
 """
 from __future__ import annotations
 
@@ -31,11 +30,15 @@ def sleigh_observations(a=0.8, J=5.0, T=10.0, n_obs=40, noise=0.01, seed=0):
     return t, q + noise * rng.standard_normal(q.shape), q0, v0
 
 
-def identify_sleigh(t, q_obs, q0, v0, guess=(0.5, 2.0), h=0.05, method="nh-rattle-sym", iterations=60):
-    """Fit (a, J) of a unit-mass sleigh to the observed path by least squares, with gradients by
-    reverse mode through ``method`` and optax's L-BFGS. The parameters are fitted as logarithms
-    (they are positive). Returns ((a, J), final loss, iterations taken)."""
-    import optax
+def identify_sleigh(t, q_obs, q0, v0, guess=(0.5, 2.0), h=0.05, method="nh-rattle-sym", gtol=1e-10):
+    """Fit (a, J) of a unit-mass sleigh to the observed path by least squares: the loss and its
+    gradient (reverse mode through ``method``) in one compiled function, minimised by SciPy's
+    L-BFGS-B over (log a, log J) (the parameters are positive). Returns ((a, J), final loss,
+    iterations taken).
+
+    (optax's L-BFGS, compiled with its line search, gives the same answer but compiles the loss
+    four times: 72 s against 13 s here on a 2-core machine.)"""
+    from scipy.optimize import minimize
     make = dl.models.factory("chaplygin-sleigh")
     steps = int(round(t[-1] / h))
     every = steps // (len(t) - 1)
@@ -46,22 +49,15 @@ def identify_sleigh(t, q_obs, q0, v0, guess=(0.5, 2.0), h=0.05, method="nh-rattl
                        steps, save_every=every)
         return jnp.mean((out["q"] - q_obs) ** 2)
 
-    opt = optax.lbfgs()
-    value_and_grad = optax.value_and_grad_from_state(loss)
+    value_and_grad = jax.jit(jax.value_and_grad(loss))
 
-    @jax.jit
-    def update(u, state):
-        value, grad = value_and_grad(u, state=state)
-        updates, state = opt.update(grad, state, u, value=value, grad=grad, value_fn=loss)
-        return optax.apply_updates(u, updates), state, value, grad
+    def fun(u):
+        value, grad = value_and_grad(jnp.asarray(u))
+        return float(value), np.asarray(grad, dtype=float)
 
-    u = jnp.log(jnp.asarray(guess, jnp.float64))
-    state = opt.init(u)
-    for k in range(iterations):
-        u, state, value, grad = update(u, state)
-        if float(jnp.max(jnp.abs(grad))) < 1e-10:
-            break
-    return tuple(float(x) for x in jnp.exp(u)), float(loss(u)), k + 1
+    res = minimize(fun, np.log(np.asarray(guess, float)), jac=True, method="L-BFGS-B",
+                   options={"gtol": gtol, "ftol": 1e-15})
+    return tuple(float(x) for x in np.exp(res.x)), float(res.fun), int(res.nit)
 
 
 # --- (b) shooting: the heading rate that brings the rolling disk to a target -------------------
@@ -104,7 +100,7 @@ def main(argv=None):
     if what == "identify":
         t, q_obs, q0, v0 = sleigh_observations()
         (a, J), value, its = identify_sleigh(t, q_obs, q0, v0)
-        print(f"true a = 0.8, J = 5.0; recovered a = {a:.4f}, J = {J:.4f} after {its} L-BFGS iterations "
+        print(f"true a = 0.8, J = 5.0; recovered a = {a:.4f}, J = {J:.4f} after {its} L-BFGS-B iterations "
               f"(mean squared residual {value:.3g}, noise variance 1e-4)")
     elif what == "shoot":
         target = disk_contact_exact(0.9)

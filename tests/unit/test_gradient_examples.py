@@ -7,7 +7,6 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gradients.py"
 
@@ -20,7 +19,6 @@ def _example():
 
 
 def test_identify_sleigh_mass_distribution_from_a_noisy_path():
-    pytest.importorskip("optax")
     ex = _example()
     t, q_obs, q0, v0 = ex.sleigh_observations(a=0.8, J=5.0, noise=0.01)
     (a, J), loss, _ = ex.identify_sleigh(t, q_obs, q0, v0, guess=(0.5, 2.0))
