@@ -1,4 +1,5 @@
-"""Shared test configuration: float64 on, dalembert.configure(), matplotlib headless, a private compilation cache,
+"""Shared test configuration: float64 on, dalembert.configure() with a compilation cache private to the run
+(shared by its pytest-xdist workers), matplotlib headless,
 and deterministic hypothesis examples under CI (CI=true) so that a run can be reproduced."""
 import os
 import tempfile
@@ -6,16 +7,20 @@ import tempfile
 from hypothesis import settings
 
 os.environ.setdefault("MPLBACKEND", "Agg")
-# the CLI turns on JAX's persistent compilation cache; keep the tests' entries out of $HOME
-os.environ.setdefault("DALEMBERT_CACHE_DIR", tempfile.mkdtemp(prefix="dalembert-test-cache-"))
-
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
 import dalembert  # noqa: E402  (enables float64 for JAX)
 
-# the tests run with the settings the command line opts in to (XLA small-loop kernels, one CPU
-# device per pool thread); what import alone does is tested in a fresh process
-# (tests/unit/test_import_side_effects.py)
-dalembert.configure()
+
+def pytest_configure(config):
+    """The tests run with the settings the command line opts in to (XLA small-loop kernels, one
+    CPU device per pool thread; what import alone does is tested in a fresh process,
+    tests/unit/test_import_side_effects.py), and with JAX's persistent compilation cache in a
+    directory of this test run shared by its pytest-xdist workers, out of $HOME: many tests compile
+    the same program for a new system object of the same model, and the second compile is then a
+    cache hit. Called before any JAX computation (collection imports modules only)."""
+    # (set by the controlling process first: its pytest-xdist workers inherit the directory)
+    os.environ.setdefault("DALEMBERT_CACHE_DIR", tempfile.mkdtemp(prefix="dalembert-test-cache-"))
+    dalembert.configure(compilation_cache=os.environ["DALEMBERT_CACHE_DIR"])
