@@ -145,6 +145,7 @@ def _kane_parts(model, constraints, sympy, me, t):
     constraints (in u, rewritten through q̇)."""
     is_system = isinstance(model, me.System)
     qs = list(model.q)
+    qd = [q.diff(t) for q in qs]
     us = list(model.u)
     if is_system:
         if len(model.holonomic_constraints):
@@ -157,8 +158,7 @@ def _kane_parts(model, constraints, sympy, me, t):
         if getattr(model, "_f_h", None) is not None and len(model._f_h):
             _holonomic_error()
         frame, bodies = model._inertial, list(model.bodies or [])
-        qd_ = sympy.Matrix([q.diff(t) for q in qs])
-        kdes = list(model._k_ku_implicit * sympy.Matrix(us) + model._k_kqdot_implicit * qd_
+        kdes = list(model._k_ku_implicit * sympy.Matrix(us) + model._k_kqdot_implicit * sympy.Matrix(qd)
                     + model._f_k_implicit) if getattr(model, "_qdot_u_map", None) is not None else []
         vcons = list(model._f_nh + model._k_nh * sympy.Matrix(us)) if len(model._k_nh) else []
         loads = list(model.loads or [])
@@ -167,8 +167,7 @@ def _kane_parts(model, constraints, sympy, me, t):
                          "potential: set body.potential_energy (or pass potential=V(q)) and remove the loads")
     if not bodies:
         raise InputError("dl.from_sympy: the model has no bodies to take the kinetic energy from")
-    qd = [q.diff(t) for q in qs]
-    u_of_qd = _speeds_through_qdot(kdes, us, qs, qd, sympy)
+    u_of_qd = _speeds_through_qdot(kdes, us, qd, sympy)
     T = sum(b.kinetic_energy(frame) for b in bodies)
     V = sum(getattr(b, "potential_energy", 0) for b in bodies)
     L = sympy.expand((T - V).subs(u_of_qd))
@@ -176,7 +175,7 @@ def _kane_parts(model, constraints, sympy, me, t):
     return L, qs, cons
 
 
-def _speeds_through_qdot(kdes, us, qs, qd, sympy):
+def _speeds_through_qdot(kdes, us, qd, sympy):
     """{u_i: expression in q, q̇} from kinematic differential equations linear in u."""
     if not us or set(us) == set(qd):
         return {}

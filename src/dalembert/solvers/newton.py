@@ -5,8 +5,9 @@ Jit-able and vmap-able: the iteration is a ``lax.while_loop``; the Jacobian come
 :mod:`dalembert.linalg`. Differentiable in both modes by the implicit function theorem: the
 solve is a ``jax.lax.custom_root``, whose derivative at the root x is
 dx = −(∂F/∂x)⁻¹ (∂F/∂θ) dθ for whatever F closes over (one solve with the Jacobian at the root,
-never through the iterations; docs/gradients.md). The result carries a convergence flag that the engine turns into a
-:class:`~dalembert.errors.ConvergenceError` naming the step (never a silent NaN).
+never through the iterations; docs/gradients.md). The result carries a convergence flag that
+the engine turns into a :class:`~dalembert.errors.ConvergenceError` naming the step (never a
+silent NaN).
 
 With ``simplified=True`` (simplified, or chord, Newton) the Jacobian is evaluated and factored
 once, at the initial guess, and reused by every iteration: the iteration then converges linearly,

@@ -31,8 +31,8 @@ from .kind import SystemKind
 
 
 def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool):
-    """(𝕀 as a NumPy (3, 3) array, max |𝕀 − 𝕀ᵀ|), checked: finite, symmetric unless allowed,
-    positive definite symmetric part. Raises SystemError_."""
+    """(𝕀 as a NumPy (3, 3) array, whether it is symmetric), checked: finite, symmetric unless
+    allowed, positive definite symmetric part. Raises SystemError_."""
     I = np.asarray(inertia, dtype=float)
     if I.shape != (3, 3):
         raise SystemError_(f"{name}: inertia must have shape (3, 3); got {I.shape}")
@@ -48,7 +48,7 @@ def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool):
     if eig[0] <= 1e-12 * max(1.0, abs(eig[-1])):
         raise SystemError_(f"{name}: inertia is not positive definite (eigenvalues of its "
                            f"symmetric part: {np.array2string(eig, precision=4)})")
-    return I, asym
+    return I, asym <= 1e-12 * max(1.0, float(np.max(np.abs(I))))
 
 
 class EulerPoincareSuslovSystem(SystemKind):
@@ -86,9 +86,9 @@ class EulerPoincareSuslovSystem(SystemKind):
             I = jnp.asarray(inertia, jnp.float64)
             if I.shape != (3, 3):
                 raise SystemError_(f"{name}: inertia must have shape (3, 3); got {I.shape}")
-            asym = 1.0 if allow_nonsymmetric else 0.0
+            symmetric = not allow_nonsymmetric
         else:
-            I, asym = _checked_inertia(inertia, name, allow_nonsymmetric)
+            I, symmetric = _checked_inertia(inertia, name, allow_nonsymmetric)
         A = np.asarray(constraint_vectors, dtype=float)
         if A.ndim == 1:
             A = A[None, :]
@@ -108,8 +108,7 @@ class EulerPoincareSuslovSystem(SystemKind):
                                f"(singular values {np.array2string(sv, precision=3)})")
         self.name = name
         self.inertia = I
-        self.symmetric = asym <= 1e-12 * max(1.0, float(np.max(np.abs(I)))) if not linalg.traced(I) \
-            else not allow_nonsymmetric
+        self.symmetric = symmetric
         self.A = A
         self.m = m
         xp = jnp if linalg.traced(I) else np

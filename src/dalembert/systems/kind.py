@@ -27,7 +27,22 @@ from __future__ import annotations
 
 from typing import Callable, ClassVar, NamedTuple
 
-from ..errors import InputError
+import numpy as np
+
+from ..errors import InputError, SystemError_
+
+
+def check_spd(M, label: str):
+    """Raise SystemError_ unless the concrete matrix M is finite, symmetric (max |M − Mᵀ| ≤
+    1e-12 max(1, max |M|)) and positive definite (λ_min > 1e-12 max(1, |λ_max|)); ``label`` names
+    it in the message (e.g. "suslov: inertia")."""
+    if not np.all(np.isfinite(M)):
+        raise SystemError_(f"{label} has non-finite entries")
+    if np.max(np.abs(M - M.T)) > 1e-12 * max(1.0, float(np.max(np.abs(M)))):
+        raise SystemError_(f"{label} is not symmetric")
+    eig = np.linalg.eigvalsh(M)
+    if eig[0] <= 1e-12 * max(1.0, abs(eig[-1])):
+        raise SystemError_(f"{label} is not positive definite (eigenvalues {eig})")
 
 
 class NoReferenceError(InputError):

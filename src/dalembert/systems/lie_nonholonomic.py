@@ -25,19 +25,15 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from ..lie import so3
-from .kind import SystemKind
+from .kind import SystemKind, check_spd
 
 
 def _checked_inertia(inertia, name: str) -> np.ndarray:
     """𝕀 as a NumPy (3, 3) array, checked finite, symmetric, positive definite (SystemError_)."""
     I = np.asarray(inertia, dtype=float)
-    if I.shape != (3, 3) or not np.all(np.isfinite(I)):
+    if I.shape != (3, 3):
         raise SystemError_(f"{name}: inertia must be a finite (3, 3) array; got shape {I.shape}")
-    if np.max(np.abs(I - I.T)) > 1e-12 * max(1.0, float(np.max(np.abs(I)))):
-        raise SystemError_(f"{name}: inertia is not symmetric")
-    eig = np.linalg.eigvalsh(I)
-    if eig[0] <= 1e-12 * max(1.0, abs(eig[-1])):
-        raise SystemError_(f"{name}: inertia is not positive definite (eigenvalues {eig})")
+    check_spd(I, f"{name}: inertia")
     return I
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemError_
 from ..lie import so3
-from .kind import SystemKind
+from .kind import SystemKind, check_spd
 
 _TRIVIALIZATIONS = ("left", "right")
 
@@ -164,13 +164,7 @@ class ReducedSystem(SystemKind):
         N = self.dim
         if G.shape != (N, N):
             raise SystemError_(f"{self.name}: {what} must have shape (n+3, n+3) = ({N}, {N}); got {G.shape}")
-        if not np.all(np.isfinite(G)):
-            raise SystemError_(f"{self.name}: {what} has non-finite entries")
-        if np.max(np.abs(G - G.T)) > 1e-12 * max(1.0, float(np.max(np.abs(G)))):
-            raise SystemError_(f"{self.name}: {what} is not symmetric")
-        eig = np.linalg.eigvalsh(G)
-        if eig[0] <= 1e-12 * max(1.0, abs(eig[-1])):
-            raise SystemError_(f"{self.name}: {what} is not positive definite (eigenvalues {eig})")
+        check_spd(G, f"{self.name}: {what}")
 
     def __repr__(self):
         return (f"<ReducedSystem {self.name}: n = {self.n}, m = {self.m}, {self.trivialization}"
