@@ -3,9 +3,9 @@ from . import so3
 from .retraction import Retraction, cayley, exponential, get_retraction
 from .so3 import (Ad, Ad_star, ad, ad_star, cayley_inv, coadjoint, dcay, dcay_inv, dcay_left,
                   dcay_left_inv, dexp, dexp_inv, dexp_left, dexp_left_inv, distance, exp, hat, log,
-                  orthogonality_defect, vee)
+                  left_gradient, orthogonality_defect, vee)
 
 __all__ = ["so3", "Retraction", "cayley", "exponential", "get_retraction", "hat", "vee", "exp",
            "log", "cayley_inv", "dcay", "dcay_inv", "dcay_left", "dcay_left_inv", "dexp",
            "dexp_inv", "dexp_left", "dexp_left_inv", "Ad", "ad", "ad_star", "Ad_star", "coadjoint",
-           "orthogonality_defect", "distance"]
+           "orthogonality_defect", "distance", "left_gradient"]

@@ -4,8 +4,8 @@ Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) §7.4.2 (the inhomog
 the restatement §5.3, §2.4, §6 R17/R19, erratum 14).
 
 A left-trivialised :class:`~dalembert.systems.reduced.ReducedSystem` on Rⁿ × SO(3) (metric
-G̃(x), constraint covectors μ̃(x, R) with rows [μ | η] acting on (ẋ, Ω), Ω = RᵀṘ the body
-velocity, affine term ν̃(x, R), potential Ṽ(x)) is pulled back by the chart
+G̃(x, R), constraint covectors μ̃(x, R) with rows [μ | η] acting on (ẋ, Ω), Ω = RᵀṘ the body
+velocity, affine term ν̃(x, R), potential Ṽ(x, R)) is pulled back by the chart
 
     Ξ(x, ρ) = (x, exp(ρ̂)),      Ω = dexp_{−ρ} ρ̇ = A(ρ) ρ̇,      ω = R Ω = dexp_{ρ} ρ̇
 
@@ -13,7 +13,7 @@ velocity, affine term ν̃(x, R), potential Ṽ(x)) is pulled back by the chart
 :class:`~dalembert.systems.nonholonomic.NonholonomicSystem` on q = (x, ρ) ∈ R^{n+3}
 (:func:`exp_chart_system`):
 
-    G(q) = Jᵀ G̃(x) J,   μ(q) = μ̃(x, exp ρ̂) J,   ν(q) = ν̃(x, exp ρ̂),   V(q) = Ṽ(x),
+    G(q) = Jᵀ G̃(x, exp ρ̂) J,   μ(q) = μ̃(x, exp ρ̂) J,   ν(q) = ν̃(x, exp ρ̂),   V(q) = Ṽ(x, exp ρ̂),
     J(ρ) = blockdiag(Iₙ, A(ρ)),
 
 and integrated by the existing affine GNI (Definition 6.1, :class:`~dalembert.methods.gni.GNI`)
@@ -98,7 +98,7 @@ def recentre_jacobian(rho):
 
 
 def _reduced_parts(rs):
-    """(n, G̃(x), μ̃(x, R), ν̃(x, R) or None, Ṽ(x)) of a left-trivialised ReducedSystem."""
+    """(n, G̃(x, R), μ̃(x, R), ν̃(x, R) or None, Ṽ(x, R)) of a left-trivialised ReducedSystem."""
     if rs.trivialization != "left":
         raise InputError(f"gni-exp-chart needs a left-trivialised ReducedSystem (body ξ); "
                          f"{rs.name} has trivialization={rs.trivialization!r}")
@@ -107,7 +107,7 @@ def _reduced_parts(rs):
 
 def exp_chart_system(reduced_system, name: str | None = None) -> NonholonomicSystem:
     """The NonholonomicSystem on q = (x, ρ) ∈ R^{n+3} of a left-trivialised ReducedSystem
-    (module docstring): G = JᵀG̃J, μ = μ̃(x, exp ρ̂) J, ν = ν̃(x, exp ρ̂), V = Ṽ(x),
+    (module docstring): G = JᵀG̃(x, exp ρ̂)J, μ = μ̃(x, exp ρ̂) J, ν = ν̃(x, exp ρ̂), V = Ṽ(x, exp ρ̂),
     J = blockdiag(Iₙ, dexp_{−ρ}).
 
     Raises InputError if ``reduced_system`` is not a left-trivialised ReducedSystem.
@@ -125,7 +125,8 @@ def exp_chart_system(reduced_system, name: str | None = None) -> NonholonomicSys
 
     def mass_matrix(q):
         Jq = J(q)
-        return linalg.mm(Jq.T, linalg.mm(jnp.asarray(metric(split(q)[0]), jnp.float64), Jq))
+        x, rho = split(q)
+        return linalg.mm(Jq.T, linalg.mm(jnp.asarray(metric(x, so3.exp(rho)), jnp.float64), Jq))
 
     def constraint_matrix(q):
         x, rho = split(q)
@@ -140,7 +141,8 @@ def exp_chart_system(reduced_system, name: str | None = None) -> NonholonomicSys
     potential = None
     if pot is not None:
         def potential(q):
-            return pot(split(q)[0])
+            x, rho = split(q)
+            return pot(x, so3.exp(rho))
 
     nm = name or f"{getattr(reduced_system, 'name', 'reduced')}-exp-chart"
     return NonholonomicSystem(mass_matrix, potential, constraint_matrix, constraint_rhs, name=nm)

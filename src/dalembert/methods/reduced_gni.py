@@ -25,6 +25,19 @@ Default l_d (spec §2.6, SV/midpoint type), with Δx = x_{k+1} − x_k, u = (Δx
 ``l_d(x0, x1, sigma, h)`` (build option ``discrete_lagrangian``); its derivatives come from
 autodiff and the step is a Newton solve in (x_{k+1}, ξ_k).
 
+Metric or potential depending on R (left trivialization; the unreduced system on R^n × SO(3)):
+the discrete Lagrangian L_d((x_k, R_k), (x_{k+1}, R_{k+1})) is written ℓ(x_k, x_{k+1}, R_k, σ_k)
+with R_{k+1} = R_k τ(σ_k); the default is the symmetric trapezoidal-in-R form
+
+    ℓ = (h/4) uᵀ(G̃(x̄, R_k) + G̃(x̄, R_{k+1}))u − (h/2)(V(x_k, R_k) + V(x_{k+1}, R_{k+1})),
+
+which is the l_d above when nothing depends on R. Varying R_k at fixed R_{k+1} moves σ and R_k
+together, so the g*-part of FL⁻ gains the left-trivialised gradient of ℓ in R_k at fixed σ:
+FL⁻_g = (dτ⁻¹_σ)ᵀ D_σ ℓ − ∇_{R_k} ℓ; FL⁺ keeps its form (varying R_{k+1} moves σ only). This is
+the discrete Legendre transform of a Lie-group variational integrator (left-trivialised
+D_1 L_d, D_2 L_d) used in the GNI's Definition 6.1. A user l_d for such a system takes
+``(x0, x1, R0, sigma, h)``.
+
 Fast path (constant metric, default l_d): the x-part of step 2 is linear,
 Δx/h = G̃_xx⁻¹(a − G̃_xg ξ) with a = target_x − (h/2)V_x(x_k), and the group part is a 3×3 Newton
 solve of (dτ⁻¹_{±hξ})ᵀ (b + S ξ) = target_g, S = G̃_gg − G̃_gx G̃_xx⁻¹ G̃_xg, b = G̃_gx G̃_xx⁻¹ a.
@@ -93,6 +106,18 @@ def sv_discrete_lagrangian(system):
     return l_d
 
 
+def group_discrete_lagrangian(system, tau):
+    """The default ℓ(x0, x1, R0, σ, h) of a system whose metric or potential depends on R (module
+    doc): trapezoidal in R, midpoint in x; R1 = R0 τ(σ) (left trivialization)."""
+    def l_d(x0, x1, R0, sigma, h):
+        R1 = so3.matmul(R0, tau.tau(sigma))
+        u = jnp.concatenate([(x1 - x0) / h, sigma / h])
+        xm = 0.5 * (x0 + x1)
+        Gu = linalg.mv(system.metric(xm, R0) + system.metric(xm, R1), u)
+        return 0.25 * h * jnp.sum(u * Gu) - 0.5 * h * (system.potential(x0, R0) + system.potential(x1, R1))
+    return l_d
+
+
 def _as_reduced(system, name, require_left):
     if require_left and not system.left:
         raise InputError(f"method {name!r} needs trivialization='left' (body velocities, spec §2.11); "
@@ -117,6 +142,16 @@ def _parse_startup(startup, n):
                      "('second-point', x1, xi0)")
 
 
+def takes_group_lagrangian(l_d) -> bool:
+    """Whether a user l_d takes (x0, x1, R0, sigma, h) (five positional parameters)."""
+    import inspect
+    try:
+        params = inspect.signature(l_d).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return sum(q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD) for q in params) >= 5
+
+
 class _Kernels:
     """The pieces of a reduced GNI bound to one system, retraction and l_d (shared with
     :mod:`~dalembert.methods.reduced_rattle`)."""
@@ -126,8 +161,17 @@ class _Kernels:
         self.tau = get_retraction(retraction)
         self.n = system.n
         self.custom = l_d is not None
-        self.l_d = l_d if l_d is not None else sv_discrete_lagrangian(system)
-        self.fast = system.constant_metric and not self.custom
+        #: ℓ depends on R_k (the metric or potential depends on R): FL⁻ gains −∇_{R_k}ℓ
+        self.group = getattr(system, "group_dependent", False)
+        if self.group:
+            if self.custom and not takes_group_lagrangian(l_d):
+                raise InputError(f"{system.name}: its metric or potential depends on R, so a "
+                                 "discrete_lagrangian must take (x0, x1, R0, sigma, h)")
+            self.l_d = l_d if self.custom else group_discrete_lagrangian(system, self.tau)
+        else:
+            base = l_d if self.custom else sv_discrete_lagrangian(system)
+            self.l_d = lambda x0, x1, R0, sigma, h: base(x0, x1, sigma, h)
+        self.fast = system.constant_metric and not self.custom and not self.group
         self.sign = 1.0 if system.left else -1.0
         if system.constant_metric:
             G = np.asarray(system.metric_matrix)
@@ -142,13 +186,13 @@ class _Kernels:
             self.K = jnp.asarray(K)
 
     # --- metric pieces -------------------------------------------------------------------------
-    def chol(self, x):
-        return self.LG if self.system.constant_metric else linalg.cholesky(self.system.metric(x))
+    def chol(self, x, R):
+        return self.LG if self.system.constant_metric else linalg.cholesky(self.system.metric(x, R))
 
     def gram(self, x, R):
         """(μ̃ (m, n+3), G̃⁻¹μ̃ᵀ (n+3, m), C̃ = μ̃G̃⁻¹μ̃ᵀ (m, m)) at (x, R), by solves."""
         mu = self.system.constraint_matrix(x, R)
-        Z = linalg.cho_solve(self.chol(x), mu.T)
+        Z = linalg.cho_solve(self.chol(x, R), mu.T)
         return mu, Z, linalg.mm(mu, Z)
 
     def reflection_coefficient(self, x, R, p):
@@ -161,8 +205,8 @@ class _Kernels:
         s, mu = self.reflection_coefficient(x, R, p)
         return p - 2.0 * linalg.vm(s, mu)
 
-    def velocity(self, x, p):
-        return linalg.cho_solve(self.chol(x), p)
+    def velocity(self, x, R, p):
+        return linalg.cho_solve(self.chol(x, R), p)
 
     # --- Legendre maps -------------------------------------------------------------------------
     def group_minus(self, sigma, d_sigma):
@@ -173,12 +217,15 @@ class _Kernels:
         """g*-part of FL⁺: (dτ⁻¹_{∓σ})ᵀ D_σ l_d."""
         return linalg.vm(d_sigma, self.tau.dtau_inv(-self.sign * sigma))
 
-    def fl_minus(self, x0, x1, xi, h):
-        d1, ds = jax.grad(self.l_d, argnums=(0, 2))(x0, x1, h * xi, h)
-        return jnp.concatenate([-d1, self.group_minus(h * xi, ds)])
+    def fl_minus(self, x0, x1, R0, xi, h):
+        d1, ds = jax.grad(self.l_d, argnums=(0, 3))(x0, x1, R0, h * xi, h)
+        g = self.group_minus(h * xi, ds)
+        if self.group:
+            g = g - so3.left_gradient(lambda S: self.l_d(x0, x1, S, h * xi, h), R0)
+        return jnp.concatenate([-d1, g])
 
-    def fl_plus(self, x0, x1, xi, h):
-        d2, ds = jax.grad(self.l_d, argnums=(1, 2))(x0, x1, h * xi, h)
+    def fl_plus(self, x0, x1, R0, xi, h):
+        d2, ds = jax.grad(self.l_d, argnums=(1, 3))(x0, x1, R0, h * xi, h)
         return jnp.concatenate([d2, self.group_plus(h * xi, ds)])
 
     def reconstruct(self, R, xi, h):
@@ -212,33 +259,35 @@ class _Kernels:
                               self.group_plus(h * xi, b + linalg.mv(self.S, xi))])
         return x1, xi, p1, conv, it
 
-    def solve_general(self, x, target, h, rtol, max_iter):
+    def solve_general(self, x, R, target, h, rtol, max_iter):
         """Any metric or l_d: Newton in z = (x_{k+1}, ξ_k) from the explicit predictor."""
         n = self.n
-        u = self.velocity(x, target)
+        u = self.velocity(x, R, target)
         z0 = jnp.concatenate([x + h * u[:n], u[n:]])
 
         def F(z):
-            return self.fl_minus(x, z[:n], z[n:], h) - target
+            return self.fl_minus(x, z[:n], R, z[n:], h) - target
 
         res = newton(F, z0, rtol=rtol, max_iter=max_iter)
         x1, xi = res.x[:n], res.x[n:]
-        return x1, xi, self.fl_plus(x, x1, xi, h), res.converged, res.iterations
+        return x1, xi, self.fl_plus(x, x1, R, xi, h), res.converged, res.iterations
 
-    def solve(self, x, target, h, rtol, max_iter):
-        return (self.solve_fast if self.fast else self.solve_general)(x, target, h, rtol, max_iter)
+    def solve(self, x, R, target, h, rtol, max_iter):
+        if self.fast:
+            return self.solve_fast(x, target, h, rtol, max_iter)
+        return self.solve_general(x, R, target, h, rtol, max_iter)
 
     # --- start-up ------------------------------------------------------------------------------
     def initial_momentum(self, startup, extra, x0, R0, xdot0, xi0, h):
         sys = self.system
-        p0 = sys.momentum(x0, xdot0, xi0)
+        p0 = sys.momentum(x0, xdot0, xi0, R0)
         if startup == "legendre":
             return p0
         if startup == "consistent":
             lam = sys.multiplier(x0, R0, xdot0, xi0)
             return p0 - 0.5 * h * linalg.vm(lam, sys.constraint_matrix(x0, R0))
         x1, xi_0 = (x0 + h * xdot0, xi0) if startup == "two-point" else extra
-        flm = self.fl_minus(x0, x1, xi_0, h)
+        flm = self.fl_minus(x0, x1, R0, xi_0, h)
         # FL⁺_0 = (P − Q)*(FL⁻_0 − 2μ̃ᵀC̃⁻¹ν̃): the reflection is an involution, so step 1 maps it
         # back to FL⁻_0 and reproduces (x_1, ξ_0)
         mu, Z, C = self.gram(x0, R0)
@@ -252,7 +301,8 @@ class ReducedGNI(Method):
 
     Build options: ``startup`` ("legendre" | "consistent" | "two-point" |
     ("second-point", x1, xi0)), ``retraction`` ("cayley" | "exponential"),
-    ``discrete_lagrangian`` (None: the SV/midpoint l_d; or a callable l_d(x0, x1, sigma, h)),
+    ``discrete_lagrangian`` (None: the SV/midpoint l_d; or a callable l_d(x0, x1, sigma, h), or
+    l_d(x0, x1, R0, sigma, h) for a system whose metric or potential depends on R),
     ``rtol``, ``max_iter`` (Newton).
     """
 
@@ -274,14 +324,14 @@ class ReducedGNI(Method):
         def step(state, h):
             x, R, p = state
             target = k.reflect(x, R, p)
-            x1, xi, p1, conv, it = k.solve(x, target, h, rtol, max_iter)
+            x1, xi, p1, conv, it = k.solve(x, R, target, h, rtol, max_iter)
             return ReducedGNIState(x1, k.reconstruct(R, xi, h), p1), StepInfo(conv, it)
 
         def observe(state, h):
             x, R, p = state
             s, mu = k.reflection_coefficient(x, R, p)
             pbar = p - linalg.vm(s, mu)
-            u = k.velocity(x, pbar)
+            u = k.velocity(x, R, pbar)
             return {"x": x, "R": R, "xdot": u[:n], "xi": u[n:], "momentum": pbar, "lam": -(2.0 / h) * s}
 
         return Scheme(init, step, observe)

@@ -57,15 +57,18 @@ class ReducedRattle(Method):
     """Algorithm (37) (module doc). Build options: ``startup`` ("legendre" | "consistent"),
     ``retraction`` ("cayley" | "exponential"), ``rtol``, ``max_iter`` (Newton in ξ).
 
-    Raises InputError for a ReducedSystem whose metric depends on x.
+    Raises InputError for a ReducedSystem whose metric depends on x or R, or whose potential
+    depends on R.
     """
 
     def build(self, system, x0=None, *, startup="consistent", retraction="cayley",
               rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
         system = _as_reduced(system, self.name, False)
-        if not system.constant_metric:
-            raise InputError(f"method {self.name!r} needs constant metric blocks (spec §2.6); {system.name} "
-                             "has a metric that depends on x — use 'reduced-gni'")
+        if not system.constant_metric or system.group_potential:
+            raise InputError(f"method {self.name!r} needs constant metric blocks and a potential of x "
+                             f"only (Ferraro et al. 2015, §7.2); {system.name} has a metric that depends "
+                             "on the configuration or a potential that depends on R — use 'reduced-gni' "
+                             "(or 'lie-gni')")
         if startup not in ("legendre", "consistent"):
             raise InputError(f"unknown startup {startup!r} for {self.name}; choose from: legendre, consistent")
         k = _Kernels(system, retraction, None)
@@ -115,7 +118,7 @@ class ReducedRattle(Method):
             x, R, pt, xi, M, lt = state
             mu = system.constraint_matrix(x, R)
             pbar = jnp.concatenate([pt, M + 0.5 * h * linalg.vm(lt, mu[:, n:])])
-            u = k.velocity(x, pbar)
+            u = k.velocity(x, R, pbar)
             return {"x": x, "R": R, "xdot": u[:n], "xi": u[n:], "momentum": pbar, "lam": -lt,
                     "xi_interval": xi}
 

@@ -6,24 +6,29 @@ Nonlinearity 28 (2015) 871, §7.1–§7.3 (the restatement §2.5, §2.7,
 
 Velocities are trivialised: u = (ẋ, ξ) ∈ R^{n+3} with ξ = RᵀṘ (body, ``trivialization="left"``)
 or ξ = ṘRᵀ (spatial, ``"right"``; legitimate for a reduction only when the metric is
-bi-invariant, spec erratum 12). The Lagrangian is
+bi-invariant, Ferraro et al. 2015, Remark 7.2). The Lagrangian is
 
-    l(x, ẋ, ξ) = ½ uᵀ G̃(x) u − V(x),      G̃ = [[G̃_xx, G̃_xg], [G̃_gx, G̃_gg]]  ((n+3) × (n+3), SPD),
+    l(x, R, ẋ, ξ) = ½ uᵀ G̃(x, R) u − V(x, R),   G̃ = [[G̃_xx, G̃_xg], [G̃_gx, G̃_gg]]  ((n+3) × (n+3), SPD),
 
 and the (possibly affine) constraints are μ̃(x, R) u = ν̃(x, R) with μ̃ = [μ | η] (m × (n+3)).
-When μ̃ and ν̃ do not depend on R this is a genuine reduced system on TM × g (spec §2.5, §2.7);
-when they do, it is the left-trivialised unreduced system on R^n × SO(3) (spec §2.11: the
-rolling ball, μ̃(R) = [[1, 0, −r R[1, :]], [0, 1, r R[0, :]]], ν̃ = (−Θy, Θx)).
+When nothing depends on R this is a genuine reduced system on TM × g (§7.1–§7.3); when the
+constraints, the metric or the potential depend on R, it is the left-trivialised unreduced system
+on R^n × SO(3) (the rolling ball of §7.4, μ̃(R) = [[1, 0, −r R[1, :]], [0, 1, r R[0, :]]],
+ν̃ = (−Θy, Θx); a tilting disk, whose centre's height, hence its kinetic and potential energy,
+depends on R). An R-dependent metric or potential needs the left trivialization.
 
-Equations of motion (Lagrange–d'Alembert, λ with the sign of spec §1.1 (2a)), p = G̃(x)u = (p_x, m):
+Equations of motion (Lagrange–d'Alembert; λ with the sign of G u̇ = f + μᵀλ), p = G̃u = (p_x, m):
 
-    d/dt p_x = ½ uᵀ ∂_x G̃(x) u − V_x(x) + μᵀλ,
-    d/dt m   = ± ad*_ξ m + ηᵀλ         (+ left: ṁ = m × ξ;  − right: ṁ = ξ × m),
-    Ṙ = R ξ̂ (left)  or  ξ̂ R (right),     μ̃(x, R) u = ν̃(x, R).
+    d/dt p_x = ∂_x l + μᵀλ,
+    d/dt m   = ± ad*_ξ m + ∇_R l + ηᵀλ      (+ left: ṁ = m × ξ;  − right: ṁ = ξ × m),
+    Ṙ = R ξ̂ (left)  or  ξ̂ R (right),     μ̃(x, R) u = ν̃(x, R),
 
+with ∂_x l = ½ uᵀ ∂_x G̃ u − V_x and ∇_R l the left-trivialised gradient of l in R at fixed u
+(⟨∇_R l, η⟩ = d/dε l(x, R exp(εη̂), u); zero when G̃ and V do not depend on R): the
+Euler–Poincaré equation with a configuration-dependent Lagrangian, from δξ = η̇ + ξ × η.
 Differentiating the constraint along the flow (x- and R-dependence of μ̃, ν̃ by autodiff) gives the
 index-1 system  G̃ u̇ = f + μ̃ᵀλ,  C̃ λ = ν̃̇ − μ̃̇ u − μ̃ G̃⁻¹ f,  C̃ = μ̃ G̃⁻¹ μ̃ᵀ
-(f collects the ad* term, ½uᵀ∂G̃u − V_x and −(dG̃/dt) u).
+(f collects the ad* term, ∂_x l, ∇_R l and −(dG̃/dt) u).
 """
 from __future__ import annotations
 
@@ -39,6 +44,19 @@ from .kind import SystemKind, check_spd
 _TRIVIALIZATIONS = ("left", "right")
 
 
+def takes_group(fn) -> bool:
+    """Whether a user callable is written as f(x, R) (two or more positional parameters without
+    defaults) rather than f(x). Callables whose signature cannot be read count as f(x)."""
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [q for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)
+                  and q.default is q.empty]
+    return len(positional) >= 2
+
+
 def _callable_output(fn, args, what, name):
     try:
         return np.asarray(fn(*args), dtype=float)
@@ -52,10 +70,13 @@ class ReducedSystem(SystemKind):
     Parameters
     ----------
     metric : (n+3, n+3) symmetric positive definite array (constant blocks xx, xg, gg), or a
-        traceable callable x (n,) -> (n+3, n+3). Units: kinetic energy per squared velocity.
+        traceable callable x (n,) -> (n+3, n+3), or (x (n,), R (3, 3)) -> (n+3, n+3) for a metric
+        that depends on the group variable (read from the callable's signature: two positional
+        parameters; left trivialization only). Units: kinetic energy per squared velocity.
     constraint_matrix : (m, n+3) array (or (n+3,) for m = 1), or a traceable callable
         (x (n,), R (3, 3)) -> (m, n+3): rows μ̃^a = [μ^a | η^a]; rows independent, 1 ≤ m ≤ n+2.
-    potential : callable x (n,) -> scalar V(x) (default 0).
+    potential : callable x (n,) -> scalar V(x), or (x, R) -> scalar V(x, R) (left trivialization
+        only; e.g. gravity on a body whose height depends on R); default 0. Units: J.
     constraint_rhs : None (linear constraints) or a callable (x, R) -> (m,): ν̃; the constraint
         is μ̃(x, R)(ẋ, ξ) = ν̃(x, R) (affine when given).
     shape_dim : n; inferred from a constant metric (size − 3) or a constant constraint matrix
@@ -63,6 +84,8 @@ class ReducedSystem(SystemKind):
     trivialization : ``"left"`` (ξ = RᵀṘ, body; R_{k+1} = R_k τ(hξ_k)) or ``"right"``
         (ξ = ṘRᵀ, spatial; R_{k+1} = τ(hξ_k) R_k, spec §2.8 erratum 12).
     name : label used in trajectories and reports.
+
+    Attributes ``group_metric`` and ``group_potential`` say whether G̃ and V depend on R.
 
     System-kind protocol: ``state_names = ("x0", "R0", "xdot0", "xi0")``,
     :meth:`check_initial_state`, :meth:`diagnostics` (energy, constraint_residual (m,),
@@ -72,7 +95,8 @@ class ReducedSystem(SystemKind):
     ------
     SystemError_ (an InputError) : metric not symmetric / not positive definite / wrong shape,
         a callable that fails or returns the wrong shape, rank-deficient constraint matrix,
-        unknown trivialization, undeterminable shape_dim.
+        unknown trivialization, undeterminable shape_dim, an R-dependent metric or potential
+        with the right trivialization.
     """
 
     state_names = ("x0", "R0", "xdot0", "xi0")
@@ -110,23 +134,34 @@ class ReducedSystem(SystemKind):
 
         # --- metric ----------------------------------------------------------------------------
         self.constant_metric = not callable(metric)
+        self.group_metric = not self.constant_metric and takes_group(metric)
+        self.group_potential = potential is not None and takes_group(potential)
+        if (self.group_metric or self.group_potential) and not self.left:
+            raise SystemError_(f"{name}: a metric or potential that depends on R needs "
+                               "trivialization='left' (the right-trivialised form is a reduction, "
+                               "valid only for R-independent, bi-invariant metrics)")
         if self.constant_metric:
             G = np.asarray(metric, dtype=float)
             self._check_metric(G, "metric")
             Gj = jnp.asarray(G)
-            self._metric_fn = lambda x: Gj
+            self._metric_fn = lambda x, R: Gj
             self.metric_matrix = G
         else:
-            self._metric_fn = metric
-            G = _callable_output(metric, (jnp.asarray(x_test),), "metric(x)", name)
-            self._check_metric(G, "metric(x) at x = 0")
+            self._metric_fn = metric if self.group_metric else (lambda x, R: metric(x))
+            what = "metric(x, R)" if self.group_metric else "metric(x)"
+            G = _callable_output(self._metric_fn, (jnp.asarray(x_test), jnp.asarray(R_test)), what, name)
+            self._check_metric(G, f"{what} at x = 0" + (", R = I" if self.group_metric else ""))
             self.metric_matrix = None
 
         # --- potential -------------------------------------------------------------------------
-        self._V_fn = potential if potential is not None else (lambda x: jnp.zeros((), jnp.float64))
-        V0 = _callable_output(self._V_fn, (jnp.asarray(x_test),), "potential(x)", name)
+        if potential is None:
+            self._V_fn = lambda x, R: jnp.zeros((), jnp.float64)
+        else:
+            self._V_fn = potential if self.group_potential else (lambda x, R: potential(x))
+        what = "potential(x, R)" if self.group_potential else "potential(x)"
+        V0 = _callable_output(self._V_fn, (jnp.asarray(x_test), jnp.asarray(R_test)), what, name)
         if V0.shape != ():
-            raise SystemError_(f"{name}: potential(x) must return a scalar; got shape {V0.shape}")
+            raise SystemError_(f"{name}: {what} must return a scalar; got shape {V0.shape}")
 
         # --- constraints -----------------------------------------------------------------------
         self.constant_constraints = not callable(constraint_matrix)
@@ -168,16 +203,30 @@ class ReducedSystem(SystemKind):
 
     def __repr__(self):
         return (f"<ReducedSystem {self.name}: n = {self.n}, m = {self.m}, {self.trivialization}"
-                f"{', affine' if self.affine else ''}>")
+                f"{', affine' if self.affine else ''}{', G̃(x, R)' if self.group_metric else ''}"
+                f"{', V(x, R)' if self.group_potential else ''}>")
+
+    @property
+    def group_dependent(self) -> bool:
+        """Whether the metric or the potential depends on R (then l is not left-invariant)."""
+        return self.group_metric or self.group_potential
+
+    def _group_arg(self, R, needed, what):
+        if R is None:
+            if needed:
+                raise InputError(f"{self.name}: the {what} depends on R; pass R")
+            return jnp.eye(3, dtype=jnp.float64)
+        return jnp.asarray(R, jnp.float64)
 
     # --- the model (jit-able, unbatched) --------------------------------------------------------
-    def metric(self, x):
-        """G̃(x), shape (n+3, n+3)."""
-        return jnp.asarray(self._metric_fn(jnp.asarray(x, jnp.float64)), jnp.float64)
+    def metric(self, x, R=None):
+        """G̃(x, R), shape (n+3, n+3) (R (3, 3) needed only when ``group_metric``)."""
+        R = self._group_arg(R, self.group_metric, "metric")
+        return jnp.asarray(self._metric_fn(jnp.asarray(x, jnp.float64), R), jnp.float64)
 
-    def metric_blocks(self, x):
-        """(G̃_xx (n, n), G̃_xg (n, 3), G̃_gg (3, 3)) at x."""
-        G = self.metric(x)
+    def metric_blocks(self, x, R=None):
+        """(G̃_xx (n, n), G̃_xg (n, 3), G̃_gg (3, 3)) at (x, R)."""
+        G = self.metric(x, R)
         n = self.n
         return G[:n, :n], G[:n, n:], G[n:, n:]
 
@@ -191,27 +240,28 @@ class ReducedSystem(SystemKind):
         nu = jnp.asarray(self._nu_fn(jnp.asarray(x, jnp.float64), jnp.asarray(R, jnp.float64)), jnp.float64)
         return nu.reshape(self.m)
 
-    def potential(self, x):
-        """V(x), scalar."""
-        return jnp.asarray(self._V_fn(jnp.asarray(x, jnp.float64)), jnp.float64)
+    def potential(self, x, R=None):
+        """V(x, R), scalar (R needed only when ``group_potential``)."""
+        R = self._group_arg(R, self.group_potential, "potential")
+        return jnp.asarray(self._V_fn(jnp.asarray(x, jnp.float64), R), jnp.float64)
 
-    def potential_gradient(self, x):
-        """V_x(x), shape (n,)."""
-        return jax.grad(self.potential)(jnp.asarray(x, jnp.float64))
+    def potential_gradient(self, x, R=None):
+        """V_x(x, R), shape (n,)."""
+        return jax.grad(self.potential)(jnp.asarray(x, jnp.float64), R)
 
     @staticmethod
     def velocity_vector(xdot, xi):
         """u = (ẋ, ξ), shape (n+3,)."""
         return jnp.concatenate([jnp.asarray(xdot, jnp.float64), jnp.asarray(xi, jnp.float64)])
 
-    def momentum(self, x, xdot, xi):
-        """p = G̃(x)(ẋ, ξ), shape (n+3,): (p_x, m) with m the trivialised angular momentum."""
-        return linalg.mv(self.metric(x), self.velocity_vector(xdot, xi))
+    def momentum(self, x, xdot, xi, R=None):
+        """p = G̃(x, R)(ẋ, ξ), shape (n+3,): (p_x, m) with m the trivialised angular momentum."""
+        return linalg.mv(self.metric(x, R), self.velocity_vector(xdot, xi))
 
-    def energy(self, x, xdot, xi):
-        """½ uᵀG̃(x)u + V(x) (J)."""
+    def energy(self, x, xdot, xi, R=None):
+        """½ uᵀG̃(x, R)u + V(x, R) (J); R needed when ``group_dependent``."""
         u = self.velocity_vector(xdot, xi)
-        return 0.5 * jnp.sum(u * linalg.mv(self.metric(x), u)) + self.potential(x)
+        return 0.5 * jnp.sum(u * linalg.mv(self.metric(x, R), u)) + self.potential(x, R)
 
     def constraint_residual(self, x, R, xdot, xi):
         """μ̃(x, R) u − ν̃(x, R), shape (m,)."""
@@ -224,7 +274,7 @@ class ReducedSystem(SystemKind):
 
     def gram(self, x, R, G=None):
         """(μ̃ (m, n+3), G̃⁻¹μ̃ᵀ (n+3, m), C̃ = μ̃G̃⁻¹μ̃ᵀ (m, m)) at (x, R), by solves."""
-        G = self.metric(x) if G is None else G
+        G = self.metric(x, R) if G is None else G
         mu = self.constraint_matrix(x, R)
         Z = linalg.solve_spd(G, mu.T)
         return mu, Z, linalg.mm(mu, Z)
@@ -243,7 +293,7 @@ class ReducedSystem(SystemKind):
 
     def project(self, x, R, xdot, xi):
         """G̃-orthogonal projection of (ẋ, ξ) onto {μ̃u = ν̃}: (ẋ (n,), ξ (3,))."""
-        G = self.metric(x)
+        G = self.metric(x, R)
         p = self.project_momentum(x, R, linalg.mv(G, self.velocity_vector(xdot, xi)))
         u = linalg.solve_spd(G, p)
         return u[:self.n], u[self.n:]
@@ -251,19 +301,24 @@ class ReducedSystem(SystemKind):
     def _Rdot(self, R, xi):
         return so3.matmul(R, so3.hat(xi)) if self.left else so3.matmul(so3.hat(xi), R)
 
-    def _force(self, x, xdot, xi):
-        """f = (½uᵀ∂_xG̃u − V_x, ±ad*_ξ m) − (dG̃/dt)u (the non-constraint right-hand side of G̃u̇)."""
+    def _force(self, x, R, xdot, xi):
+        """f = (∂_x l, ±ad*_ξ m + ∇_R l) − (dG̃/dt)u (the non-constraint right-hand side of G̃u̇)."""
         u = self.velocity_vector(xdot, xi)
-        G = self.metric(x)
-        mom = linalg.mv(G, u)
-        m = mom[self.n:]
+        G = self.metric(x, R)
+        m = linalg.mv(G, u)[self.n:]
+
+        def lagrangian(y, S):
+            return 0.5 * jnp.sum(u * linalg.mv(self.metric(y, S), u)) - self.potential(y, S)
+
+        dldx = jax.grad(lagrangian)(x, R)
         if self.constant_metric:
             dGu = jnp.zeros_like(u)
-            dldx = -self.potential_gradient(x)
         else:
-            dGu = jax.jvp(lambda y: linalg.mv(self.metric(y), u), (x,), (u[:self.n],))[1]
-            dldx = jax.grad(lambda y: 0.5 * jnp.sum(u * linalg.mv(self.metric(y), u)) - self.potential(y))(x)
+            dGu = jax.jvp(lambda y, S: linalg.mv(self.metric(y, S), u), (x, R),
+                          (u[:self.n], self._Rdot(R, u[self.n:])))[1]
         adstar = so3.cross(m, xi) if self.left else so3.cross(xi, m)
+        if self.group_dependent:
+            adstar = adstar + so3.left_gradient(lambda S: lagrangian(x, S), R)
         return jnp.concatenate([dldx, adstar]) - dGu
 
     def multiplier(self, x, R, xdot, xi):
@@ -271,9 +326,9 @@ class ReducedSystem(SystemKind):
         x = jnp.asarray(x, jnp.float64)
         R = jnp.asarray(R, jnp.float64)
         u = self.velocity_vector(xdot, xi)
-        G = self.metric(x)
+        G = self.metric(x, R)
         mu, Z, C = self.gram(x, R, G)
-        f = self._force(x, xdot, xi)
+        f = self._force(x, R, xdot, xi)
         tangent = (u[:self.n], self._Rdot(R, u[self.n:]))
         mudot = jax.jvp(self.constraint_matrix, (x, R), tangent)[1]
         nudot = jax.jvp(self.constraint_rhs, (x, R), tangent)[1]
@@ -282,10 +337,12 @@ class ReducedSystem(SystemKind):
 
     def acceleration(self, x, R, xdot, xi):
         """u̇ = (ẍ, ξ̇), shape (n+3,), of the index-1 equations."""
+        x = jnp.asarray(x, jnp.float64)
+        R = jnp.asarray(R, jnp.float64)
         lam = self.multiplier(x, R, xdot, xi)
         mu = self.constraint_matrix(x, R)
-        f = self._force(jnp.asarray(x, jnp.float64), xdot, xi)
-        return linalg.solve_spd(self.metric(x), f + linalg.vm(lam, mu))
+        f = self._force(x, R, xdot, xi)
+        return linalg.solve_spd(self.metric(x, R), f + linalg.vm(lam, mu))
 
     def vector_field(self, x, R, xdot, xi):
         """(ẋ (n,), Ṙ (3, 3), ẍ (n,), ξ̇ (3,)) of the index-1 equations."""
@@ -319,7 +376,7 @@ class ReducedSystem(SystemKind):
         if bad_rotation:
             raise InputError(f"{self.name}: {bad_rotation}")
         if not self.constant_metric:
-            self._check_metric(np.asarray(self.metric(jnp.asarray(x))), "metric(x0)")
+            self._check_metric(np.asarray(self.metric(jnp.asarray(x), jnp.asarray(R))), "metric(x0, R0)")
         res = np.asarray(self.constraint_residual(jnp.asarray(x), jnp.asarray(R), jnp.asarray(xd), jnp.asarray(xi)))
         bound = tol * max(1.0, float(np.max(np.abs(np.concatenate([xd, xi])))))
         if np.max(np.abs(res)) > bound:
@@ -335,7 +392,7 @@ class ReducedSystem(SystemKind):
         """From node arrays x, R, xdot, xi: energy, constraint_residual (m,),
         orthogonality_defect |I − RᵀR|_F, omega (3,) the spatial angular velocity."""
         x, R, xd, xi = obs["x"], obs["R"], obs["xdot"], obs["xi"]
-        return {"energy": self.energy(x, xd, xi),
+        return {"energy": self.energy(x, xd, xi, R),
                 "constraint_residual": self.constraint_residual(x, R, xd, xi),
                 "orthogonality_defect": so3.orthogonality_defect(R),
                 "omega": self.spatial_angular_velocity(R, xi)}
