@@ -19,10 +19,35 @@ from . import methods as _methods
 from .engine import integrate, step_count
 
 
-def fitted_order(hs, errors) -> float:
-    """Least-squares slope of log(errors) vs log(hs)."""
+#: an error below this multiple of the machine epsilon (times the solution's scale) is round-off
+ROUNDOFF_FACTOR = 10.0
+
+
+def roundoff_floor(scale=1.0, factor: float = ROUNDOFF_FACTOR) -> float:
+    """factor · ε · max(1, |scale|): the size below which an error is round-off, not truncation."""
+    return float(factor * np.finfo(float).eps * max(1.0, float(np.max(np.abs(scale)))))
+
+
+def fitted_order(hs, errors, *, floor: float = 0.0, min_points: int | None = None) -> float:
+    """Least-squares slope of log(errors) vs log(hs) over the errors above ``floor``.
+
+    An error at the round-off floor (e.g. :func:`roundoff_floor`) says nothing about the order and
+    pulls a high-order fit up or down; pass ``floor`` to drop such errors and ``min_points`` (at
+    least 2) for how many must remain (default: all of them).
+
+    Raises
+    ------
+    ValueError if an error is not finite, or fewer than ``min_points`` errors are above ``floor``.
+    """
     hs, errors = np.asarray(hs, float), np.asarray(errors, float)
-    return float(np.polyfit(np.log(hs), np.log(errors), 1)[0])
+    if not np.all(np.isfinite(errors)):
+        raise ValueError(f"the errors must be finite to fit an order: {errors}")
+    min_points = errors.size if min_points is None else max(2, int(min_points))
+    keep = errors > floor
+    if keep.sum() < min_points:
+        raise ValueError(f"only {int(keep.sum())} of {errors.size} errors are above {floor:.1e} "
+                         f"(need {min_points} to fit an order): {errors}")
+    return float(np.polyfit(np.log(hs[keep]), np.log(errors[keep]), 1)[0])
 
 
 @dataclass

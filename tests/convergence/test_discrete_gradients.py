@@ -15,15 +15,10 @@ import pytest
 from jax import lax
 
 import dalembert as dl
+from dalembert.convergence import fitted_order as slope
 
 DG_METHODS = ["dg-avf", "dg-gonzalez", "dg-itoh-abe", "dg-itoh-abe-sym"]
 HS = [0.1, 0.05, 0.025]
-
-
-def slope(hs, errs):
-    errs = np.asarray(errs, float)
-    assert np.all(np.isfinite(errs)) and np.all(errs > 0)
-    return float(np.polyfit(np.log(hs), np.log(errs), 1)[0])
 
 
 _RUNNERS = {}
@@ -98,7 +93,6 @@ def test_energy_and_constraints_chaotic(method):
     assert float(r["node"]) <= 1e-14
     assert float(r["discrete"]) <= 1e-14
     assert any("energy" in p for p in dl.methods.get(method).traits.preserves)
-
 
 
 @pytest.mark.parametrize("method", ["dg-gonzalez", "dg-avf", "implicit-midpoint"])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import dalembert as dl
+from dalembert.convergence import fitted_order as slope
 from dalembert.methods import gni_leapfrog as lf
 
 HS = [0.1 * 2.0 ** -j for j in range(5)]   # spec §5.5: h = 0.1·2^-j, j = 0..4
@@ -17,12 +18,6 @@ T = 5.0
 ALL = ["gni-euler-a", "gni-euler-b", "nh-rattle", "gni-euler-ab", "gni-midpoint", "dla-midpoint"]
 
 _RESULTS = {}
-
-
-def slope(hs, errs):
-    errs = np.asarray(errs, float)
-    assert np.all(np.isfinite(errs)) and np.all(errs > 0)
-    return float(np.polyfit(np.log(hs), np.log(errs), 1)[0])
 
 
 def result(model_name):

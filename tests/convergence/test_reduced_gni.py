@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import dalembert as dl
+from dalembert.convergence import fitted_order as slope
 from dalembert.lie import so3
 from dalembert.models.test_problems import p3_metric
 from dalembert.systems.reduced import reference_solution
@@ -23,12 +24,6 @@ from dalembert.systems.reduced import reference_solution
 HS = [0.1, 0.05, 0.025, 0.0125]
 T = 4.0
 _REF = {}
-
-
-def slope(hs, errs):
-    errs = np.asarray(errs, float)
-    assert np.all(np.isfinite(errs)) and np.all(errs > 0), errs
-    return float(np.polyfit(np.log(hs), np.log(errs), 1)[0])
 
 
 def reference(system, state, t_final, h_min):

@@ -10,16 +10,13 @@ import numpy as np
 import pytest
 
 import dalembert as dl
+from dalembert.convergence import fitted_order as _fit
 from dalembert.models import rolling_ball as rb
 
 
 def _slopes(hs, errs):
     hs, errs = np.asarray(hs), np.asarray(errs)
     return np.log(errs[:-1] / errs[1:]) / np.log(hs[:-1] / hs[1:])
-
-
-def _fit(hs, errs):
-    return np.polyfit(np.log(hs), np.log(errs), 1)[0]
 
 
 def test_R13_homogeneous_ball_reduced_gni_two_point_startup():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import dalembert as dl
+from dalembert.convergence import fitted_order
 from dalembert.errors import InputError, UnknownNameError
 
 ALL_MODELS = ["nonholonomic-particle", "vertical-rolling-disk", "chaplygin-sleigh",
@@ -165,7 +166,7 @@ def _disk_slopes(m, method, hs, startup):
         assert np.max(np.abs(tr.v[:, 2] - ve[:, 2])) <= 1e-12
         ex.append(max(np.max(np.abs(tr.q[:, :2] - qe[:, :2])), np.max(np.abs(tr.v[:, :2] - ve[:, :2]))))
         ephi.append(max(np.max(np.abs(tr.q[:, 3] - qe[:, 3])), np.max(np.abs(tr.v[:, 3] - ve[:, 3]))))
-    return np.polyfit(np.log(hs), np.log(ex), 1)[0], np.polyfit(np.log(hs), np.log(ephi), 1)[0]
+    return fitted_order(hs, ex), fitted_order(hs, ephi)
 
 
 # ---------------------------------------------------------------------------------------------
