@@ -15,6 +15,7 @@ import pytest
 
 import dalembert as dl
 from dalembert import linalg
+from dalembert.convergence import fitted_order as slope
 from dalembert.methods import Method, Scheme
 from dalembert.methods import gni_leapfrog as lf
 from dalembert.methods.gni import GNIState
@@ -22,10 +23,6 @@ from dalembert.methods.gni import GNIState
 T = 5.0
 HS = [0.1 * 2.0 ** -j for j in range(5)]
 COMPILED = ["nh-rattle", "gni-euler-a", "gni-euler-b", "gni-euler-ab", "gni-midpoint", "dla-midpoint"]
-
-
-def slope(hs, errs):
-    return float(np.polyfit(np.log(hs), np.log(np.asarray(errs, float)), 1)[0])
 
 
 def _maxdiff(a, b):
@@ -349,3 +346,53 @@ def test_startup_options_differ_only_in_the_multiplier(p1):
 def test_unknown_startup_is_rejected(p1):
     with pytest.raises(dl.InputError, match="unknown startup"):
         dl.integrate(p1.system, "nh-rattle", q0=p1.q0, v0=p1.v0, h=0.1, t_final=1.0, startup="magic")
+
+
+# --- R4: the paper's printed two-step forms hold on computed trajectories ------------------------
+def _r4_system(affine):
+    """A user system (not in the zoo): constant non-diagonal M, a quartic potential, one turning
+    constraint covector μ(q) = (sin q2, −cos q2, 0.3) and, for (28), ν(q) = 0.2 cos q0."""
+    M = np.array([[1.0, 0.2, 0.0], [0.2, 2.0, 0.1], [0.0, 0.1, 0.5]])
+
+    def V(q):
+        return 0.5 * jnp.sum(q * q) + 0.1 * q[0] ** 4
+
+    def mu(q):
+        return jnp.stack([jnp.sin(q[2]), -jnp.cos(q[2]), 0.3 + 0.0 * q[0]])[None, :]
+
+    nu = (lambda q: 0.2 * jnp.cos(q[:1])) if affine else None
+    return dl.NonholonomicSystem(M, V, mu, nu, name="r4-user"), M, V, mu, nu
+
+
+@pytest.mark.parametrize("method, form, affine", [("gni-euler-a", "A", False), ("gni-euler-b", "B", False),
+                                                  ("nh-rattle", "SV", False), ("nh-rattle", "SV", True)])
+def test_R4_printed_two_step_forms_hold_on_computed_trajectories(method, form, affine):
+    """FJMdD 2015 (11), (12), SHAKE and the affine SHAKE (28), evaluated on the node positions q_k of
+    a computed trajectory (nothing from the method's internals): some λ̃_k makes
+    q_{k+1} − 2q_k + q_{k−1} = −h²M⁻¹(V_q(q_k) + μ(q_k)ᵀλ̃_k) hold (the residual off the range of
+    M⁻¹μᵀ is ≤ 1e-13), and μ(q_k)[(q_{k+1} − q_{k−1})/(2h) ± (h/2)M⁻¹V_q(q_k)] = ν(q_k) (A: +, B: −,
+    SV: no V term) to ≤ 1e-13. Negative control: the trajectory does not satisfy another variant's form."""
+    system, M, V, mu, nu = _r4_system(affine)
+    h = 0.05
+    q0 = np.array([0.3, -0.2, 0.4])
+    q = dl.integrate(system, method, q0=q0, v0=np.array([0.5, 0.1, 1.0]), h=h, t_final=10.0, project=True).q
+    Minv = np.linalg.inv(M)
+    grad = jax.jit(jax.vmap(jax.grad(V)))
+    mus = np.asarray(jax.vmap(mu)(jnp.asarray(q)))[:, 0, :]                      # (N, 3)
+    Vq = np.asarray(grad(jnp.asarray(q)))
+    nus = np.asarray(jax.vmap(nu)(jnp.asarray(q)))[:, 0] if affine else np.zeros(len(q))
+    qm, qk, qp = q[:-2], q[1:-1], q[2:]
+    # first equation: r = (q_{k+1} − 2q_k + q_{k−1})/h² + M⁻¹V_q must be −M⁻¹μᵀλ̃ for some λ̃
+    r = (qp - 2 * qk + qm) / h ** 2 + Vq[1:-1] @ Minv.T
+    d = mus[1:-1] @ Minv.T                                                       # M⁻¹μᵀ, one column
+    off = r - (np.sum(r * d, 1) / np.sum(d * d, 1))[:, None] * d
+    assert np.max(np.abs(off)) * h ** 2 <= 1e-13
+
+    def constraint_form(sign):
+        w = (qp - qm) / (2 * h) + sign * 0.5 * h * Vq[1:-1] @ Minv.T
+        return np.abs(np.sum(mus[1:-1] * w, 1) - nus[1:-1])
+
+    signs = {"A": 1.0, "B": -1.0, "SV": 0.0}
+    assert np.max(constraint_form(signs[form])) <= 1e-13
+    other = "B" if form == "A" else "A"
+    assert np.max(constraint_form(signs[other])) > 1e-6                        # the forms are distinct

@@ -247,27 +247,51 @@ def fig2(quick, out):
 # Figure 3 / Proposition 4.1: Chaplygin sleigh
 # ---------------------------------------------------------------------------------------------
 
-def _sleigh_rho_jacobian(C, h, rho):
-    """Jacobian of the ρ-part of scheme (23) (all three DGs = implicit midpoint) at ρ, by the
-    implicit-function theorem: the map is F(ρ, ρ') = ρ' − ρ − h f((ρ + ρ')/2) = 0 with
-    f(s) = 𝒞(−s1 s2, s1²) (22); ρ' is found by Newton, then dρ'/dρ = −F_ρ'⁻¹ F_ρ
-    (F_ρ' = I − (h/2)Df, F_ρ = −I − (h/2)Df, Df = 𝒞[[−s2, −s1], [2 s1, 0]]). (2,) -> (2, 2)."""
-    r0 = np.asarray(rho, float)
+def sleigh_step_jacobian(ap, method: str):
+    """``jac(rho (2,), h) -> (2, 2)``: the Jacobian of the ρ-part of one step of the library's
+    ``method`` on the sleigh's almost-Poisson form (x1, x2, θ, ρ1, ρ2) at x = (0, 0, 0, ρ), by
+    forward-mode autodiff through the compiled step (its Newton solve by the implicit-function
+    theorem). ``method="explicit-euler"``: ζ' = ζ + h Π(ζ)∇𝓗(ζ) on (22) (Remark 4.2), written here
+    (no registered method is explicit Euler). The ρ-map does not depend on (x1, x2, θ)."""
+    from .. import methods as _methods
+    if method == "explicit-euler":
+        def step(x, h):
+            return x + h * ap.vector_field(x)
+    else:
+        scheme = _methods.get(method).build(ap, np.zeros(5))
 
-    def parts(r1):
-        s = 0.5 * (r0 + r1)
-        Df = C * np.array([[-s[1], -s[0]], [2.0 * s[0], 0.0]])
-        return r1 - r0 - h * C * np.array([-s[0] * s[1], s[0] ** 2]), Df
+        def step(x, h):
+            return scheme.observe(scheme.step(scheme.init(x, h), h)[0], h)["x"]
 
-    r1 = r0.copy()
-    for _ in range(50):
-        Fv, Df = parts(r1)
-        dr = np.linalg.solve(np.eye(2) - 0.5 * h * Df, Fv)
-        r1 = r1 - dr
-        if np.max(np.abs(dr)) <= 1e-16 * (1 + np.max(np.abs(r1))):
-            break
-    _, Df = parts(r1)
-    return np.linalg.solve(np.eye(2) - 0.5 * h * Df, np.eye(2) + 0.5 * h * Df)
+    jac = jax.jit(jax.jacfwd(step))
+
+    def rho_jacobian(rho, h):
+        x = jnp.concatenate([jnp.zeros(3), jnp.asarray(rho, jnp.float64)])
+        return np.asarray(jac(x, jnp.asarray(h, jnp.float64)))[3:, 3:]
+    return rho_jacobian
+
+
+def classification_violations(rho_jacobian, C, rho2s, fractions, bound: float) -> tuple:
+    """(violations, points) of "0 < λ1 < 1 iff ρ2 > 0, and the other eigenvalue is 1 with the
+    Jacobian diagonal" at (0, ρ2) for h = fraction · bound/(𝒞|ρ2|) (Prop. 4.1: bound 2, the DG/midpoint
+    map; Remark 4.2: bound 1, explicit Euler). λ1 = J[0, 0]."""
+    bad, n = 0, 0
+    for r2 in rho2s:
+        for frac in fractions:
+            Jm = rho_jacobian([0.0, r2], frac * bound / (C * abs(r2)))
+            bad += bool(abs(Jm[1, 1] - 1.0) > 1e-12 or abs(Jm[0, 1]) + abs(Jm[1, 0]) > 1e-12)
+            bad += bool((0.0 < Jm[0, 0] < 1.0) != (r2 > 0))
+            n += 1
+    return bad, n
+
+
+def explicit_euler_run(ap, x0, h: float, n_steps: int):
+    """Explicit Euler on (22) (Remark 4.2): the nodes (n_steps + 1, 5), one compiled scan."""
+    def body(x, _):
+        x1 = x + h * ap.vector_field(x)
+        return x1, x1
+    _, xs = jax.jit(lambda x: jax.lax.scan(body, x, None, length=n_steps))(jnp.asarray(x0, jnp.float64))
+    return np.concatenate([np.asarray(x0, float)[None], np.asarray(xs)])
 
 
 @experiment("celledoni2019-fig3", "Figure 3 and Proposition 4.1: the Chaplygin sleigh",
@@ -277,7 +301,6 @@ def _sleigh_rho_jacobian(C, h, rho):
 def fig3(quick, out):
     model = models.get("chaplygin-sleigh", J=8.0, a=1.0, m=1.0)
     ap = model.almost_poisson
-    K = 9.0
     C = 1.0 / 9.0
     h = 0.5
     T = 400.0
@@ -311,35 +334,42 @@ def fig3(quick, out):
         got = rho_p[int(round(t / h))]
         checks.append(check_below(f"ρ(t = {t}) vs the spec's table ({a}, {b})", float(np.max(np.abs(got - [a, b]))),
                                   2e-4, "spec §7.2"))
-    # eigenvalues of the linearised ρ-map (implicit-function theorem, autodiff)
+    # eigenvalues of the linearised ρ-map: autodiff through the library's own step
+    midpoint_jacobian = sleigh_step_jacobian(ap, "implicit-midpoint")
     eig = {}
     for r2, exact in ((0.6, 59.0 / 61.0), (-0.6, 61.0 / 59.0)):
-        ev = np.sort(np.linalg.eigvals(_sleigh_rho_jacobian(C, h, [0.0, r2])).real)
+        ev = np.sort(np.linalg.eigvals(midpoint_jacobian([0.0, r2], h)).real)
         lam1 = ev[0] if r2 > 0 else ev[1]
         other = ev[1] if r2 > 0 else ev[0]
         eig[r2] = ev.tolist()
         checks.append(check_below(f"eigenvalue λ1 at (0, {r2:+}) vs {'59/61' if r2 > 0 else '61/59'}",
                                   float(abs(lam1 - exact)), 1e-13, "target 13"))
         checks.append(check_below(f"other eigenvalue at (0, {r2:+}) vs 1", float(abs(other - 1.0)), 1e-13, "target 13"))
-    # Prop. 4.1 and Remark 4.2 on a grid of h < 2/(C|ρ2|) (resp. 1/(C|ρ2|))
+    # Prop. 4.1 and Remark 4.2 on a grid of h < 2/(C|ρ2|) (resp. 1/(C|ρ2|)), eigenvalues by autodiff
+    # of the library's DG step (dg-gonzalez: = the midpoint here) and of explicit Euler on (22)
     rho2s = np.array([-1.5, -0.6, -0.1, 0.1, 0.6, 1.5])
-    bad_dg, bad_euler, n_pts = 0, 0, 0
-    for r2 in rho2s:
-        for frac in np.linspace(0.05, 0.95, 7 if quick else 19):
-            hh = frac * 2.0 / (C * abs(r2))
-            Jm = _sleigh_rho_jacobian(C, hh, [0.0, r2])    # diagonal at (0, ρ2): diag(λ1, 1)
-            lam1 = float(Jm[0, 0])
-            bad_dg += abs(Jm[1, 1] - 1.0) > 1e-12 or abs(Jm[0, 1]) + abs(Jm[1, 0]) > 1e-12
-            stable = 0 < lam1 < 1
-            bad_dg += stable != (r2 > 0)
-            he = frac / (C * abs(r2))
-            lam_e = 1.0 - he * C * r2
-            bad_euler += (0 < lam_e < 1) != (r2 > 0)
-            n_pts += 1
-    checks.append(Check("Prop. 4.1: 0 < λ1 < 1 iff ρ2 > 0, for h < 2/(𝒞|ρ2|) on a grid",
+    fractions = np.linspace(0.05, 0.95, 7 if quick else 19)
+    bad_dg, n_pts = classification_violations(sleigh_step_jacobian(ap, "dg-gonzalez"), C, rho2s, fractions, 2.0)
+    euler_jacobian = sleigh_step_jacobian(ap, "explicit-euler")
+    bad_euler, _ = classification_violations(euler_jacobian, C, rho2s, fractions, 1.0)
+    checks.append(Check("Prop. 4.1: 0 < λ1 < 1 iff ρ2 > 0, for h < 2/(𝒞|ρ2|) on a grid (dg-gonzalez step)",
                         "0 violations", f"{bad_dg} of {n_pts}", bad_dg == 0, "target 14"))
-    checks.append(Check("Remark 4.2: explicit Euler 1 − h𝒞ρ2 ∈ (0, 1) iff ρ2 > 0, for h < 1/(𝒞|ρ2|)",
+    checks.append(Check("Remark 4.2: explicit Euler λ1 ∈ (0, 1) iff ρ2 > 0, for h < 1/(𝒞|ρ2|) on a grid",
                         "0 violations", f"{bad_euler} of {n_pts}", bad_euler == 0, "target 14"))
+    for r2 in (0.6, -0.6):
+        lam_e = float(euler_jacobian([0.0, r2], h)[0, 0])
+        checks.append(check_below(f"Remark 4.2: explicit Euler eigenvalue at (0, {r2:+}) vs 1 − h𝒞ρ2 = "
+                                  f"{1 - h * C * r2:.6f}", abs(lam_e - (1 - h * C * r2)), 1e-14, "target 14"))
+    # Remark 4.2 run: explicit Euler from the unstable equilibrium's neighbourhood also ends on the
+    # stable branch; it does not keep ρ1² + ρ2² (the DG scheme does, above)
+    eu = explicit_euler_run(ap, np.array([-5.0, 0.0, 0.1, 1e-3, -0.6]), h, int(round(T / h)))
+    rad = eu[:, 3] ** 2 + eu[:, 4] ** 2
+    checks.append(check_below("Remark 4.2: explicit Euler (h = 0.5) from (10⁻³, −0.6): |ρ1| at t = 400",
+                              float(abs(eu[-1, 3])), 1e-8, "Rem 4.2"))
+    checks.append(check_above("Remark 4.2: explicit Euler ends on the stable branch: ρ2(400)", float(eu[-1, 4]),
+                              0.6, "Rem 4.2"))
+    data["explicit_euler"] = {"h": h, "rho_final": eu[-1, 3:].tolist(),
+                              "radius_squared_change": float(rad[-1] - rad[0])}
     data["eigenvalues"] = {str(k): v for k, v in eig.items()}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     tr = runs[1e-3]
@@ -362,8 +392,12 @@ def fig3(quick, out):
     fig.tight_layout()
     return checks, [_save(fig, out / "figure3.png")], data, (
         "Scheme (23) = implicit midpoint rule on the hand-derived almost-Poisson form (all three DGs coincide "
-        "because 𝓗 is quadratic). The eigenvalues are those of the Jacobian (autodiff) of the ρ-map, solved "
-        "to round-off by fixed-point iteration. Final time 400 (not given in the paper).")
+        "because 𝓗 is quadratic). The eigenvalues are those of the Jacobian of the library's own step "
+        "(forward-mode autodiff through the compiled step; its Newton solve differentiates by the implicit-"
+        "function theorem). Remark 4.2's explicit Euler on (22) is run as well (written in the experiment: "
+        "no registered method is explicit Euler); it ends on the stable branch too, with ρ1² + ρ2² growing "
+        f"by {rad[-1] - rad[0]:.2e} (the DG scheme keeps it to round-off). Final time 400 (not given in "
+        "the paper).")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,7 +411,7 @@ def fig4(quick, out):
     model = models.get("gearbox")
     h = 0.1
     T = 1000.0 if quick else 50000.0
-    T_dg = 200.0 if quick else 2000.0
+    T_dg = 200.0 if quick else T         # the DG methods to the paper's horizon in the full run
     checks, data = [], {}
     runs, timings = {}, {}
     K = 1 if quick else 10
@@ -392,9 +426,7 @@ def fig4(quick, out):
     for label, tr in runs.items():
         rel[label] = np.abs(tr.energy - tr.energy[0]) / abs(tr.energy[0])
         cons[label] = np.abs(tr.p[:, 0] + np.sin(tr.q[:, 2]) * tr.p[:, 1])
-    H0 = float(runs["SI-DLA"].energy[0])
-    checks.append(check_below("H0 of the spec's initial state (H = T + V) vs 2.270966669647573",
-                              abs(H0 - 2.270966669647573), 1e-14, "spec §7.4"))
+    H0 = float(runs["SI-DLA"].energy[0])                   # an input (2.270966669647573), reported in data
 
     def at(label, t):
         tr = runs[label]
@@ -404,10 +436,18 @@ def fig4(quick, out):
         tr = runs[label]
         return float(cons[label][np.argmin(np.abs(tr.t - t))])
 
+    T_roundoff = min(T_dg, 2000.0)
     for label in [lb for lb in ("GONZALEZ-R", "GONZALEZ-F") if lb in runs]:
-        scale = np.maximum(1.0, np.abs(runs[label].q[:, 2]))
-        checks.append(check_below(f"{label}: max relative energy error / max(1, |q3|), t ≤ {T_dg:g}",
-                                  float(np.max(rel[label] / scale)), 1e-13, "target 6, 15"))
+        tr = runs[label]
+        early = tr.t <= T_roundoff + 1e-9
+        scale = np.maximum(1.0, np.abs(tr.q[early, 2]))
+        checks.append(check_below(f"{label}: max relative energy error / max(1, |q3|), t ≤ {T_roundoff:g}",
+                                  float(np.max(rel[label][early] / scale)), 1e-13, "target 6, 15"))
+        if T_dg > T_roundoff:
+            # over 5·10⁵ steps the update q + Δq at |q3| up to 7·10⁴ loses |q3|ε per step: a random walk
+            # of round-off to ~1e-9 (measured 1.3e-9 R, 3.2e-9 F); SI-DLA's error is 5·10⁴ there
+            checks.append(check_below(f"{label}: max relative energy error, t ≤ {T_dg:g} (accumulated round-off "
+                                      "of the update at large |q3|)", float(np.max(rel[label])), 1e-8, "Fig. 4"))
     checks.append(check_above("SI-DLA: relative energy error by t = 1000 (spec: 7.2e-2)", at("SI-DLA", 1000.0),
                               1e-2, "target 15"))
     checks.append(check_range("SI-DLA: relative energy error at t = 100 vs the spec's 5.9e-3 (factor 1.5)",
@@ -446,7 +486,11 @@ def fig4(quick, out):
         "H = ½|p|² + V (the paper prints −V, erratum 9.1: with −V the exact solution blows up). The paper's initial "
         "values are unknown; this circulating state (spec §7.4) shows SI-DLA's energy growth, which for librating "
         "states stays bounded (erratum 9.12). The energy round-off of the DG methods grows with |q3| (no wrapping "
-        f"here), hence the scaling by max(1, |q3|). GONZALEZ-R/F are run to t = {T_dg:g} only (target 15: already "
-        "discriminating); SI-DLA to the full horizon. " + (
+        f"here: |q3| reaches {max(float(np.max(np.abs(runs[lb].q[:, 2]))) for lb in runs if lb != 'SI-DLA'):.1e} "
+        "along the DG runs), hence the scaling by max(1, |q3|) up "
+        "to t = 2000; over the paper's horizon the round-off of the update q + Δq (|q3|ε per step) accumulates as "
+        "a random walk. GONZALEZ-R/F are run to t = {T_dg:g}; their largest relative "
+        "energy errors: " + ", ".join(f"{lb} {float(np.max(rel[lb])):.1e}" for lb in ("GONZALEZ-R", "GONZALEZ-F")
+                                      if lb in rel) + ". " + (
             "Quick version: SI-DLA to t = 1000, GONZALEZ-F to t = 200, no GONZALEZ-R (its compilation alone takes "
             "~15 s; it is tested in tests/convergence/test_gonzalez.py)." if quick else ""))

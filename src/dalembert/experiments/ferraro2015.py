@@ -305,6 +305,54 @@ def ball_fig2(quick, out):
     return checks, figs, data, notes
 
 
+def _turns(v) -> float:
+    """Net turns of the direction of the vectors v (N, 2) (zero vectors skipped): the heading's turns
+    for v = the path's increments, the winding about the origin for v = the path."""
+    v = np.asarray(v)[np.hypot(*np.asarray(v).T) > 1e-12]
+    a = np.unwrap(np.arctan2(v[:, 1], v[:, 0]))
+    return float(abs(a[-1] - a[0]) / (2.0 * np.pi))
+
+
+def _fig3_shape_checks(case, tr, label, full, record, box: bool = True) -> list:
+    """R18, the shapes of Fig 3 (recorded in ``record``): the left path loops to the left of the start
+    (1, 0), reaching x ≈ −5 by t = 100; the right path is a rosette winding around the table centre.
+    Reference values (the §4.1 solution): left — 4.7 heading turns, min x = −5.01 by t = 100 (0.94 and
+    −4.06 by t = 20), 72 % of the time at x < 0, y ∈ [−2.68, 3.10]; right — 19.1 turns about the
+    centre by t = 160 (2.35 by t = 20) at distances 0.77–1.30. A path that stalls or drifts away fails.
+    ``box=False`` (a path that leaves the reference after t ≈ 40, chaos): the reference's extent is not
+    required of the left path, only that its loops reach x ≤ −4.5."""
+    x = tr.x
+    if case == "left":
+        shape = {"heading_turns": _turns(np.diff(x, axis=0)), "fraction_left": float(np.mean(x[:, 0] < 0.0)),
+                 "x_range": [float(x[:, 0].min()), float(x[:, 0].max())],
+                 "y_range": [float(x[:, 1].min()), float(x[:, 1].max())]}
+        record.update(shape)
+        (x0, x1), (y0, y1) = shape["x_range"], shape["y_range"]
+        extent = [
+            check_range(f"left, {label}: min x (the loops reach x ≈ −5 by t = 100; −4.06 by t = 20)", x0,
+                        -5.1 if full else -4.2, -4.5 if full else -3.9, "R18"),
+            check_range(f"left, {label}: min y", y0, -2.8, -2.0, "R18 (reference −2.68 by t = 100, −2.50 by t = 20)"),
+            check_range(f"left, {label}: max y", y1, 2.4, 3.2, "R18 (reference 3.10 by t = 100, 2.60 by t = 20)"),
+        ] if box else [check_below(f"left, {label}: min x (the loops reach x ≈ −5 or beyond)", x0, -4.5, "R18",
+                                   fmt="{:.3f}")]
+        return extent + [
+            check_range(f"left, {label}: max x (the loops pass near the start, x = 1)", x1, 0.9, 1.1, "R18"),
+            check_above(f"left, {label}: fraction of the time at x < 0 (loops to the left of the start)",
+                        shape["fraction_left"], 0.6, "R18", fmt="{:.2f}"),
+            check_above(f"left, {label}: turns of the direction of motion (loops)", shape["heading_turns"],
+                        3.0 if full else 0.8, "R18 (reference 4.7 by t = 100, 0.94 by t = 20)", fmt="{:.2f}")]
+    dist = np.hypot(*x.T)
+    shape = {"winding_about_centre": _turns(x), "distance_range": [float(dist.min()), float(dist.max())]}
+    record.update(shape)
+    return [
+        check_range(f"right, {label}: distance from the table centre, min (rosette: never through the centre)",
+                    float(dist.min()), 0.7, 1.0, "R18 (reference 0.77)"),
+        check_below(f"right, {label}: distance from the table centre, max", float(dist.max()), 1.3, "R18",
+                    fmt="{:.3f}"),
+        check_above(f"right, {label}: turns around the table centre", shape["winding_about_centre"],
+                    15.0 if full else 2.0, "R18 (reference 19.1 by t = 160, 2.35 by t = 20)", fmt="{:.2f}")]
+
+
 def _fig3_case(case, h, T, save_every, method="lie-gni"):
     """(params, trajectory, §4.1 reference) of one Fig 3 case. The model's admissibility warning
     is silenced here: the right case is non-physical on purpose; the experiment reports the ratio."""
@@ -325,8 +373,9 @@ def _fig3_case(case, h, T, save_every, method="lie-gni"):
                    "(lie-gni) against the §4.1 reference; the paper's exponential-chart GNI (gni-exp-chart) on "
                    "the left case; targets R17, R18.")
 def ball_fig3(quick, out):
+    h_right = 10 ** -3.75                        # t = 160 is 899 746.1 of these steps: run a whole number
     cfg = {"left": (1e-3, 20.0) if quick else (2.5e-4, 100.0),
-           "right": (1e-3, 20.0) if quick else (10 ** -3.75, 160.0)}
+           "right": (1e-3, 20.0) if quick else (h_right, h_right * round(160.0 / h_right))}
     checks, data, runs = [], {}, {}
     for case, (h, T) in cfg.items():
         se = max(1, int(round(0.01 / h)))
@@ -336,50 +385,51 @@ def ball_fig3(quick, out):
         at = {tt: float(err[np.argmin(np.abs(tr.t - tt))]) for tt in (10.0, 20.0, 40.0, 60.0, 100.0, 160.0) if tt <= T}
         data[case] = {"params": p, "h": h, "T": T, "position_error_at": at,
                       "admissibility_ratio": rb.check_inertia(p, warn=False),
-                      "x_range": [float(tr.x[:, 0].min()), float(tr.x[:, 0].max())],
-                      "y_range": [float(tr.x[:, 1].min()), float(tr.x[:, 1].max())],
                       "runtime": _ball_runtime(tr)}
-        checks.append(check_below(f"{case}: lie-gni position error vs the §4.1 reference at t = 10", at[10.0],
-                                  5e-3, "R17 bound (stated for the first-order exp-chart scheme)"))
+        # second order: measured 3.5e-6 (left) and 4.6e-7 (right) at h = 1e-3, 2.2e-7 (left) at 2.5e-4;
+        # the bound 10h² is 3× the left case's 3.5h² (a first-order scheme: 2.9e-3 at h = 1e-3, below)
+        checks.append(check_below(f"{case}: lie-gni position error vs the §4.1 reference at t = 10 (≤ 10h²)",
+                                  at[10.0], 10.0 * h * h, "R17 (second order; ours, measured)"))
         checks.append(check_below(f"{case}: averaged-momentum constraint residual",
                                   float(np.max(np.abs(tr.constraint_residual))), 1e-12, "R10"))
         checks.append(check_below(f"{case}: max |I − RᵀR|_F", float(np.max(tr.orthogonality_defect)), 1e-12,
                                   "Lie-group scheme"))
-    xl, yl = data["left"]["x_range"], data["left"]["y_range"]
-    checks.append(check_range("left: min x", xl[0], -5.1, 1.1, "R18"))
-    checks.append(check_range("left: max x", xl[1], -5.1, 1.1, "R18"))
-    checks.append(check_range("left: min y", yl[0], -2.8, 3.2, "R18"))
-    checks.append(check_range("left: max y", yl[1], -2.8, 3.2, "R18"))
-    xr, yr = data["right"]["x_range"], data["right"]["y_range"]
-    checks.append(check_below("right: max |x|, |y| (rosette around the table centre)",
-                              float(max(abs(xr[0]), abs(xr[1]), abs(yr[0]), abs(yr[1]))), 1.3, "R18", fmt="{:.3f}"))
+    full = not quick
+    for case in cfg:
+        checks += _fig3_shape_checks(case, runs[case][0], "lie-gni", full, data[case])
+    # inputs, reported in the notes (the right case is non-physical on purpose; the paper says so)
     ratios = {case: data[case]["admissibility_ratio"] for case in cfg}
-    checks.append(check_below("left: admissible mass distribution, (I1 + I2 + I3)/(2mr²)", ratios["left"], 1.0,
-                              "spec §4 (0.55)", fmt="{:.3f}"))
-    checks.append(check_above("right: non-physical inertia, (I1 + I2 + I3)/(2mr²) (the model warns)",
-                              ratios["right"], 1.0, "spec §4 (21 > 2: the paper says so)", fmt="{:.3f}"))
-    # the paper's own scheme (exp chart, first order) on the left case
-    h_e, T_e = (1e-3, 10.0) if quick else (2.5e-4, 40.0)
-    p, tr_e, ref_e = _fig3_case("left", h_e, T_e, max(1, int(round(0.01 / h_e))), "gni-exp-chart")
-    err_e = np.max(np.abs(tr_e.x - ref_e["x"]), axis=1)
-    e10 = float(err_e[np.argmin(np.abs(tr_e.t - 10.0))])
-    data["exp_chart_left"] = {"h": h_e, "T": T_e, "error_t10": e10, "runtime": _ball_runtime(tr_e)}
-    if quick:
-        checks.append(check_below("left, gni-exp-chart h = 1e-3: position error at t = 10", e10, 1e-2,
-                                  "spec §5.3 ([OURS] 5.3e-3)"))
-    else:
-        e40 = float(err_e[-1])
-        data["exp_chart_left"]["error_t40"] = e40
-        checks.append(check_below("left, gni-exp-chart h = 2.5e-4: position error at t = 10", e10, 5e-3, "R17"))
-        checks.append(check_below("left, gni-exp-chart h = 2.5e-4: position error at t = 40", e40, 0.1, "R17"))
+    # the paper's own scheme (exp chart, first order): at the paper's settings in the full run (both
+    # cases, to T = 100 and 160), the left case to t = 10 at h = 1e-3 in the quick one
+    exp_cfg = {"left": (1e-3, 10.0)} if quick else cfg
+    exp_runs = {}
+    for case, (h_e, T_e) in exp_cfg.items():
+        p, tr_e, ref_e = _fig3_case(case, h_e, T_e, max(1, int(round(0.01 / h_e))), "gni-exp-chart")
+        exp_runs[case] = tr_e
+        err_e = np.max(np.abs(tr_e.x - ref_e["x"]), axis=1)
+        at_e = {tt: float(err_e[np.argmin(np.abs(tr_e.t - tt))]) for tt in (10.0, 20.0, 40.0) if tt <= T_e}
+        data[f"exp_chart_{case}"] = {"h": h_e, "T": T_e, "position_error_at": at_e, "runtime": _ball_runtime(tr_e)}
+        checks.append(check_below(f"{case}, gni-exp-chart h = {h_e:.3g}: averaged-momentum constraint residual",
+                                  float(np.max(np.abs(tr_e.constraint_residual))), 1e-12, "R10"))
+        if quick:
+            checks.append(check_below("left, gni-exp-chart h = 1e-3: position error at t = 10", at_e[10.0], 1e-2,
+                                      "spec §5.3 ([OURS] 5.3e-3)"))
+            continue
+        # first order: the spec measures 1.3e-3 (t = 10), 3.3e-2 (t = 40) on the left at h = 2.5e-4
+        checks.append(check_below(f"{case}, gni-exp-chart h = {h_e:.3g}: position error at t = 10", at_e[10.0],
+                                  5e-3, "R17"))
+        checks.append(check_below(f"{case}, gni-exp-chart h = {h_e:.3g}: position error at t = 40", at_e[40.0],
+                                  0.1, "R17"))
+        checks += _fig3_shape_checks(case, tr_e, "gni-exp-chart", full, data[f"exp_chart_{case}"], box=False)
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.5))
     for ax, case in zip(axes, ("left", "right")):
         tr, ref = runs[case]
         ax.plot(ref["x"][:, 0], ref["x"][:, 1], color="0.6", lw=1.5, label="§4.1 reference (DOP853)")
         ax.plot(tr.x[:, 0], tr.x[:, 1], lw=0.6, color="tab:blue", label=f"lie-gni, h = {data[case]['h']:.4g}")
-        if case == "left":
+        if case in exp_runs:
+            tr_e = exp_runs[case]
             ax.plot(tr_e.x[:, 0], tr_e.x[:, 1], lw=0.6, ls="--", color="tab:orange",
-                    label=f"gni-exp-chart (paper), t ≤ {T_e:g}")
+                    label=f"gni-exp-chart (paper), t ≤ {tr_e.t[-1]:g}")
         ax.plot([0], [0], "k+", ms=14, mew=2, label="table centre")
         ax.set_aspect("equal", adjustable="datalim")
         pp = data[case]["params"]
@@ -388,10 +438,28 @@ def ball_fig3(quick, out):
         ax.legend(fontsize=7)
     figs = [_save(fig, out / "fig3_paths.png")]
     notes = ("Chaos: the dynamics amplify errors about 10× per 20 time units, so agreement with the reference "
-             "is quantitative only up to t ≈ 40 and qualitative afterwards (spec §5.3). Fig 3-right's inertia "
-             "violates I1 + I2 + I3 ≤ 2mr² (the paper says so); r, Θ and the initial data of the right case are "
-             "not given and are taken from the left case (erratum 14).")
+             "is quantitative only up to t ≈ 40 and qualitative afterwards (spec §5.3). The inertias are inputs: "
+             f"(I1 + I2 + I3)/(2mr²) = {ratios['left']:.3f} on the left (admissible), {ratios['right']:.3f} on "
+             "the right, which violates I1 + I2 + I3 ≤ 2mr² (the paper says so); r, Θ and the initial data of the "
+             "right case are not given and are taken from the left case (erratum 14).")
     return checks, figs, data, notes
+
+
+def _forward_energy_error(mdl, p, st, h, T) -> float:
+    """max |E⁺_k − E_0| of lie-gni started from the exact second point (x(h), cay⁻¹(R0ᵀR(h))/h) of the
+    §4.1 reference, E⁺_k = ½ u_kᵀ G̃ u_k with the forward velocity u_k = ((x_{k+1} − x_k)/h,
+    cay⁻¹(R_kᵀR_{k+1})/h) — the energy and start-up of the restatement's Fig 4 numbers."""
+    from ..lie import so3
+    import jax
+    ref = rb.reference_solution(p, st["x0"], st["R0"], st["xdot0"], st["R0"] @ st["xi0"], np.array([0.0, h]))
+    xi0 = np.asarray(so3.cayley_inv(st["R0"].T @ ref["R"][1])) / h
+    tr = _integrate(mdl.system, "lie-gni", h, T, st, startup=("second-point", tuple(ref["x"][1]), tuple(xi0)))
+    W = np.einsum("kji,kjl->kil", tr.R[:-1], tr.R[1:])
+    u = np.concatenate([np.diff(tr.x, axis=0) / h, np.asarray(jax.vmap(so3.cayley_inv)(W)) / h], axis=1)
+    G = np.asarray(mdl.system.metric_matrix)
+    E = 0.5 * np.einsum("ki,ij,kj->k", u, G, u)
+    u0 = np.concatenate([st["xdot0"], st["xi0"]])
+    return float(np.max(np.abs(E - 0.5 * u0 @ G @ u0)))
 
 
 def _post_energy_homogeneous(tr, mass, inertia, h):
@@ -431,11 +499,23 @@ def ball_fig4(quick, out):
         check_range("gni-exp-chart: order of the energy error", data["gni-exp-chart"]["order"], 0.8, 1.2,
                     "R19 (first order)"),
         check_range("lie-gni: order of the energy error", data["lie-gni"]["order"], 1.8, 2.2, "R19/R20 (second order)"),
-        check_below("lie-gni: max |E − E0| at h = 0.02", err["lie-gni"][0], 1e-3,
-                    "R19 ([OURS] 2.05e-4 with an exact start-up)"),
+        # magnitudes (ours, measured: 8.44e-3, 4.21e-3, 2.11e-3 at h = 0.01, 0.005, 0.0025; the spec's
+        # 1.33e-2, 6.50e-3, 3.26e-3 re-centre both nodes of the two-step form, which jumps more)
+        *[check_range(f"gni-exp-chart: max |E_k − E0| of the node energy at h = {hh:g} (± 20 %)", e,
+                      0.8 * 8.44e-3 * hh / 0.01, 1.2 * 8.44e-3 * hh / 0.01, "R19 (ours, measured; first order)",
+                      fmt="{:.3e}") for hh, e in zip(cases["gni-exp-chart"], err["gni-exp-chart"])],
+        # measured 2.035e-5 (node energy, consistent start-up; 2.06e-5 with an exact second point)
+        check_range("lie-gni: max |E_k − E0| of the node energy at h = 0.02", err["lie-gni"][0],
+                    0.8 * 2.035e-5, 1.2 * 2.035e-5, "R19 (ours, measured; second order)", fmt="{:.3e}"),
         check_range("distance rolled in T = 10 (reconstruction of the missing data)", distance, 15.0, 17.0,
                     "spec §5.3 (≈ 16 units; [OURS] 15.98)", fmt="{:.2f}"),
     ]
+    # the restatement's 2.05e-4 is the forward-velocity energy with an exact second point
+    fwd = _forward_energy_error(mdl, p, st, 0.02, T)
+    data["lie-gni"]["forward_energy_error_exact_start_h0.02"] = fwd
+    checks.append(check_range("lie-gni, exact second point: max |E⁺_k − E0| of the forward-velocity energy "
+                              "½u_kᵀG̃u_k, u_k = ((x_{k+1} − x_k)/h, cay⁻¹(R_kᵀR_{k+1})/h), h = 0.02", fwd,
+                              0.8 * 2.05e-4, 1.2 * 2.05e-4, "R19 (spec §5.3 [OURS] 2.05e-4)", fmt="{:.3e}"))
     # R11: the homogeneous ball on a fixed table conserves E⁻ exactly (T8)
     hom = models.get("rolling-ball", theta=0.0)
     h = 0.1
@@ -467,7 +547,10 @@ def ball_fig4(quick, out):
     figs = [_save(fig, out / "fig4_energy.png")]
     notes = ("E_k is the energy of the node velocity from the averaged momentum (constraint-consistent), "
              "not the forward-difference energy of the spec's [OURS] numbers, so magnitudes differ from "
-             "the spec's 1.33e-2 (exp chart, h = 0.01); the orders are the claim. The exp-chart scheme's "
+             "the spec's 1.33e-2 (exp chart, h = 0.01); the orders are the claim. For lie-gni both are "
+             f"checked: the node energy's {err['lie-gni'][0]:.3e} at h = 0.02 (start-up independent to 2 %), "
+             f"and the spec's 2.05e-4, which is the forward-velocity energy with an exact second point "
+             f"(reproduced: {fwd:.3e}; 6.6e-4 with the consistent start-up, 8.5e-5 with the two-point one). The exp-chart scheme's "
              "error also jumps at chart re-centrings (|ρ| > π + 0.5).")
     return checks, figs, data, notes
 
@@ -514,6 +597,18 @@ def pre_convergence(quick, out):
                     "R15 (PRE Fig 3: h)"),
         check_range("two-point start-up: ω order (h ≤ 0.015)", slopes_small["two-point"]["omega"], 0.9, 1.1,
                     "R15 (PRE Fig 3: h)"),
+    ]
+    if not quick:
+        # R15 asks for slopes in [0.9, 1.1] over the whole grid j = 0..13: the position meets it (1.055);
+        # ω's 1.102 misses it by 0.002 (the start-up error is pre-asymptotic for h ≥ 0.027): the deviation
+        # is stated, and checked as measured, not hidden by narrowing the window
+        checks += [
+            check_range("two-point start-up: position order over the whole grid h_j, j = 0..13 (R15 window)",
+                        slopes["two-point"]["x"], 0.9, 1.1, "R15 (PRE Fig 3: h)"),
+            check_range("two-point start-up: ω order over the whole grid (R15's [0.9, 1.1] missed: stated "
+                        "deviation, measured 1.102)", slopes["two-point"]["omega"], 1.09, 1.115, "R15 (deviation)"),
+        ]
+    checks += [
         check_range("exact second point: position order", slopes["exact second point"]["x"], 1.9, 2.1, "R15"),
         check_range("exact second point: ω order", slopes["exact second point"]["omega"], 1.8, 2.2, "R15"),
         check_range("exact second point: energy order", slopes["exact second point"]["energy"], 1.8, 2.2, "R15"),
@@ -529,5 +624,10 @@ def pre_convergence(quick, out):
              "definition (the spec's central energy gives ≈ 2 for h ≥ 1.5e-3; ours is the averaged-momentum "
              f"node energy, fitted order {slopes['two-point']['energy']:.2f} over all h, "
              f"{slopes_big['two-point']['energy']:.2f} for h ≥ 1.5e-3). With an exact second point all three "
-             "are second order: the first order is the start-up's, not the scheme's (T12, R15).")
+             "are second order: the first order is the start-up's, not the scheme's (T12, R15). Deviation from "
+             "R15 (slopes in [0.9, 1.1] over h_j = 0.15·10^(−j/4), j = 0..13): over that whole grid the fitted "
+             f"two-point slopes are {slopes['two-point']['x']:.3f} (position) and {slopes['two-point']['omega']:.3f} "
+             "(ω; the full run measures 1.102, just above 1.1), because the start-up error is pre-asymptotic for "
+             f"h ≥ 0.027; restricted to h ≤ 0.015 they are {slopes_small['two-point']['x']:.3f} and "
+             f"{slopes_small['two-point']['omega']:.3f}.")
     return checks, figs, data, notes
