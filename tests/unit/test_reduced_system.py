@@ -446,3 +446,31 @@ def test_tilting_disk_on_so3_equals_the_euler_angle_disk():
         errors.append(max(np.max(np.abs(tr.R[-1] - R_euler[-1])), np.max(np.abs(tr.x[-1] - x_euler[-1]))))
     slope = fitted_order([0.02, 0.01, 0.005], errors)
     assert abs(slope - 2.0) < 0.15, (errors, slope)
+
+
+# --- another group: the Chaplygin sleigh on SE(2) -------------------------------------------------
+def test_chaplygin_sleigh_on_se2_with_lie_gni():
+    """The sleigh as a left-invariant system on SE(2) alone (n = 0; ξ = (v1, v2, ω) body, metric
+    [[m, 0, 0], [0, m, ma], [0, ma, J + ma²]], constraint v2 = 0) integrated by lie-gni converges at
+    order 2 to the canonical-coordinate model's exact solution (contact point and heading), from a
+    state off the default; the constraint holds to round-off and g_k stays in SE(2)."""
+    m, a, J = 1.0, 0.5, 1.0
+    G = np.array([[m, 0.0, 0.0], [0.0, m, m * a], [0.0, m * a, J + m * a * a]])
+    sleigh = dl.ReducedSystem(G, np.array([[0.0, 1.0, 0.0]]), group=dl.lie.SE(2), name="sleigh-se2")
+    assert sleigh.n == 0 and sleigh.group_dim == 3
+    model = dl.models.get("chaplygin-sleigh", m=m, a=a, J=J)
+    th0, v, w = 0.3, 0.8, 1.5
+    q0 = np.array([0.2, -0.1, th0])
+    v0 = np.array([v * np.cos(th0), v * np.sin(th0), w])
+    g0 = np.array([[np.cos(th0), -np.sin(th0), q0[0]], [np.sin(th0), np.cos(th0), q0[1]], [0.0, 0.0, 1.0]])
+    state = dict(x0=np.zeros(0), R0=g0, xdot0=np.zeros(0), xi0=np.array([v, 0.0, w]))
+    hs, errors = [0.05, 0.025, 0.0125], []
+    for h in hs:
+        tr = dl.integrate(sleigh, "lie-gni", h=h, t_final=10.0, save_every=int(round(0.5 / h)), **state)
+        q, _ = model.exact_solution(tr.t, q0, v0)
+        heading = np.unwrap(np.arctan2(tr.R[:, 1, 0], tr.R[:, 0, 0]))
+        errors.append(max(np.max(np.abs(tr.R[:, :2, 2] - q[:, :2])), np.max(np.abs(heading - q[:, 2]))))
+        assert tr.max_constraint_residual < 1e-14 and np.max(tr.extra["orthogonality_defect"]) < 1e-13
+    assert abs(fitted_order(hs, errors) - 2.0) < 0.2, errors
+    with pytest.raises(InputError, match="SO\\(3\\)"):
+        dl.integrate(sleigh, "reduced-rattle", h=0.1, t_final=0.2, **state)

@@ -99,6 +99,9 @@ def recentre_jacobian(rho):
 
 def _reduced_parts(rs):
     """(n, G̃(x, R), μ̃(x, R), ν̃(x, R) or None, Ṽ(x, R)) of a left-trivialised ReducedSystem."""
+    if not getattr(rs, "is_so3", False):
+        raise InputError(f"gni-exp-chart needs a ReducedSystem on R^n × SO(3) (the chart is exp on so(3)); "
+                         f"{rs.name} lives on {getattr(getattr(rs, 'group', None), 'name', '?')}")
     if rs.trivialization != "left":
         raise InputError(f"gni-exp-chart needs a left-trivialised ReducedSystem (body ξ); "
                          f"{rs.name} has trivialization={rs.trivialization!r}")

@@ -79,8 +79,7 @@ import numpy as np
 
 from .. import linalg
 from ..errors import InputError
-from ..lie import so3
-from ..lie.retraction import get_retraction
+from ..lie.retraction import Retraction, get_retraction
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from .base import Method, Scheme, StepInfo, Traits
 
@@ -106,11 +105,23 @@ def sv_discrete_lagrangian(system):
     return l_d
 
 
+def group_retraction(group, retraction):
+    """The retraction ``"cayley"`` or ``"exponential"`` of the system's group (SO(3): the closed forms
+    of :mod:`dalembert.lie.retraction`; another :class:`~dalembert.lie.groups.MatrixLieGroup`: its
+    cay / exp with their right-trivialised tangents)."""
+    named = get_retraction(retraction)                # validates the name
+    if group is None or group.name == "SO(3)":
+        return named
+    if named.name == "cayley":
+        return Retraction("cayley", group.cayley, group.cayley_inv, group.dcay, group.dcay_inv)
+    return Retraction("exponential", group.exp, group.log, group.dexp, group.dexp_inv)
+
+
 def group_discrete_lagrangian(system, tau):
     """The default ℓ(x0, x1, R0, σ, h) of a system whose metric or potential depends on R (module
     doc): trapezoidal in R, midpoint in x; R1 = R0 τ(σ) (left trivialization)."""
     def l_d(x0, x1, R0, sigma, h):
-        R1 = so3.matmul(R0, tau.tau(sigma))
+        R1 = R0 @ tau.tau(sigma)
         u = jnp.concatenate([(x1 - x0) / h, sigma / h])
         xm = 0.5 * (x0 + x1)
         Gu = linalg.mv(system.metric(xm, R0) + system.metric(xm, R1), u)
@@ -125,7 +136,7 @@ def _as_reduced(system, name, require_left):
     return system
 
 
-def _parse_startup(startup, n):
+def _parse_startup(startup, n, d=3):
     if isinstance(startup, str):
         if startup not in _STARTUPS[:3]:
             raise InputError(f"unknown startup {startup!r}; choose from: legendre, consistent, two-point, "
@@ -134,8 +145,8 @@ def _parse_startup(startup, n):
     if isinstance(startup, (tuple, list)) and len(startup) == 3 and startup[0] == "second-point":
         x1 = np.asarray(startup[1], float)
         xi0 = np.asarray(startup[2], float)
-        if x1.shape != (n,) or xi0.shape != (3,) or not (np.all(np.isfinite(x1)) and np.all(np.isfinite(xi0))):
-            raise InputError(f"startup ('second-point', x1, xi0): need finite x1 ({n},) and xi0 (3,); "
+        if x1.shape != (n,) or xi0.shape != (d,) or not (np.all(np.isfinite(x1)) and np.all(np.isfinite(xi0))):
+            raise InputError(f"startup ('second-point', x1, xi0): need finite x1 ({n},) and xi0 ({d},); "
                              f"got {x1.shape}, {xi0.shape}")
         return "second-point", (jnp.asarray(x1), jnp.asarray(xi0))
     raise InputError(f"unknown startup {startup!r}; choose from: legendre, consistent, two-point, "
@@ -158,7 +169,7 @@ class _Kernels:
 
     def __init__(self, system, retraction, l_d):
         self.system = system
-        self.tau = get_retraction(retraction)
+        self.tau = group_retraction(getattr(system, "group", None), retraction)
         self.n = system.n
         self.custom = l_d is not None
         #: ℓ depends on R_k (the metric or potential depends on R): FL⁻ gains −∇_{R_k}ℓ
@@ -171,7 +182,7 @@ class _Kernels:
         else:
             base = l_d if self.custom else sv_discrete_lagrangian(system)
             self.l_d = lambda x0, x1, R0, sigma, h: base(x0, x1, sigma, h)
-        self.fast = system.constant_metric and not self.custom and not self.group
+        self.fast = system.constant_metric and not self.custom and not self.group and system.n > 0
         self.sign = 1.0 if system.left else -1.0
         if system.constant_metric:
             G = np.asarray(system.metric_matrix)
@@ -221,7 +232,7 @@ class _Kernels:
         d1, ds = jax.grad(self.l_d, argnums=(0, 3))(x0, x1, R0, h * xi, h)
         g = self.group_minus(h * xi, ds)
         if self.group:
-            g = g - so3.left_gradient(lambda S: self.l_d(x0, x1, S, h * xi, h), R0)
+            g = g - self.system.group.left_gradient(lambda S: self.l_d(x0, x1, S, h * xi, h), R0)
         return jnp.concatenate([-d1, g])
 
     def fl_plus(self, x0, x1, R0, xi, h):
@@ -230,7 +241,7 @@ class _Kernels:
 
     def reconstruct(self, R, xi, h):
         W = self.tau.tau(h * xi)
-        return so3.matmul(R, W) if self.system.left else so3.matmul(W, R)
+        return R @ W if self.system.left else W @ R
 
     # --- the implicit solve: FL⁻(x_k, x_{k+1}, hξ) = target ---------------------------------------
     def solve_group(self, a, tg, h, rtol, max_iter):
@@ -311,7 +322,7 @@ class ReducedGNI(Method):
     def build(self, system, x0=None, *, startup="consistent", retraction="cayley",
               discrete_lagrangian=None, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
         system = _as_reduced(system, self.name, self.require_left)
-        mode, extra = _parse_startup(startup, system.n)
+        mode, extra = _parse_startup(startup, system.n, getattr(system, "group_dim", 3))
         if discrete_lagrangian is not None and not callable(discrete_lagrangian):
             raise InputError(f"discrete_lagrangian must be a callable l_d(x0, x1, sigma, h); got {discrete_lagrangian!r}")
         k = _Kernels(system, retraction, discrete_lagrangian)

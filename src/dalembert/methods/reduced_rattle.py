@@ -64,6 +64,9 @@ class ReducedRattle(Method):
     def build(self, system, x0=None, *, startup="consistent", retraction="cayley",
               rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
         system = _as_reduced(system, self.name, False)
+        if not system.is_so3:
+            raise InputError(f"method {self.name!r} is written for R^n × SO(3); {system.name} lives on "
+                             f"R^{system.n} × {system.group.name} — use 'reduced-gni' (or 'lie-gni')")
         if not system.constant_metric or system.group_potential:
             raise InputError(f"method {self.name!r} needs constant metric blocks and a potential of x "
                              f"only (Ferraro et al. 2015, §7.2); {system.name} has a metric that depends "

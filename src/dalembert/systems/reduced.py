@@ -1,10 +1,12 @@
-"""Mechanical systems on shape × group, Q = R^n × SO(3), in trivialised velocities.
+"""Mechanical systems on shape × group, Q = R^n × G (G = SO(3) by default, or any matrix Lie group of
+:mod:`dalembert.lie.groups`: SO(n), SE(2), SE(3)), in trivialised velocities.
 
 Ferraro, Jiménez, Martín de Diego, "New developments on the geometric nonholonomic integrator",
 Nonlinearity 28 (2015) 871, §7.1–§7.3 (the restatement §2.5, §2.7,
 §2.8, §2.11, errata 6 and 12).
 
-Velocities are trivialised: u = (ẋ, ξ) ∈ R^{n+3} with ξ = RᵀṘ (body, ``trivialization="left"``)
+Below "3" is the group's dimension d and R its element (an N × N matrix). Velocities are
+trivialised: u = (ẋ, ξ) ∈ R^{n+3} with ξ = RᵀṘ (body, ``trivialization="left"``; R⁻¹Ṙ in general)
 or ξ = ṘRᵀ (spatial, ``"right"``; legitimate for a reduction only when the metric is
 bi-invariant, Ferraro et al. 2015, Remark 7.2). The Lagrangian is
 
@@ -20,7 +22,7 @@ depends on R). An R-dependent metric or potential needs the left trivialization.
 Equations of motion (Lagrange–d'Alembert; λ with the sign of G u̇ = f + μᵀλ), p = G̃u = (p_x, m):
 
     d/dt p_x = ∂_x l + μᵀλ,
-    d/dt m   = ± ad*_ξ m + ∇_R l + ηᵀλ      (+ left: ṁ = m × ξ;  − right: ṁ = ξ × m),
+    d/dt m   = ± ad*_ξ m + ∇_R l + ηᵀλ      (+ left: ṁ = m × ξ;  − right: ṁ = ξ × m on SO(3)),
     Ṙ = R ξ̂ (left)  or  ξ̂ R (right),     μ̃(x, R) u = ν̃(x, R),
 
 with ∂_x l = ½ uᵀ ∂_x G̃ u − V_x and ∇_R l the left-trivialised gradient of l in R at fixed u
@@ -39,6 +41,7 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemError_
 from ..lie import so3
+from ..lie.groups import MatrixLieGroup
 from .kind import SystemKind, check_spd
 
 _TRIVIALIZATIONS = ("left", "right")
@@ -65,7 +68,8 @@ def _callable_output(fn, args, what, name):
 
 
 class ReducedSystem(SystemKind):
-    """A mechanical system on R^n × SO(3) in trivialised velocities (module doc).
+    """A mechanical system on R^n × G in trivialised velocities (module doc); below, 3 and (3, 3)
+    stand for the group's dimension d and its matrix size (N, N) when ``group`` is not SO(3).
 
     Parameters
     ----------
@@ -81,6 +85,8 @@ class ReducedSystem(SystemKind):
         is μ̃(x, R)(ẋ, ξ) = ν̃(x, R) (affine when given).
     shape_dim : n; inferred from a constant metric (size − 3) or a constant constraint matrix
         (columns − 3); required when both are callables.
+    group : a :class:`~dalembert.lie.groups.MatrixLieGroup` (default SO(3)), e.g. ``dl.lie.SE(2)``;
+        with it n = 0 (no shape) is allowed: a system on G alone (the Chaplygin sleigh on SE(2)).
     trivialization : ``"left"`` (ξ = RᵀṘ, body; R_{k+1} = R_k τ(hξ_k)) or ``"right"``
         (ξ = ṘRᵀ, spatial; R_{k+1} = τ(hξ_k) R_k, spec §2.8 erratum 12).
     name : label used in trajectories and reports.
@@ -104,8 +110,18 @@ class ReducedSystem(SystemKind):
     path_array = "x"
 
     def __init__(self, metric, constraint_matrix, potential=None, constraint_rhs=None,
-                 shape_dim=None, trivialization: str = "left", name: str = "reduced"):
+                 shape_dim=None, trivialization: str = "left", name: str = "reduced", group=None):
         self.name = str(name)
+        if group is None:
+            from ..lie.groups import SO
+            group = SO(3)
+        if not isinstance(group, MatrixLieGroup):
+            raise SystemError_(f"{name}: group must be a dalembert.lie.groups.MatrixLieGroup (e.g. dl.lie.SE(2)); "
+                               f"got {group!r}")
+        self.group = group
+        self.is_so3 = group.name == "SO(3)"
+        d = self.group_dim = group.dim
+        min_n = 1 if self.is_so3 else 0
         if trivialization not in _TRIVIALIZATIONS:
             raise SystemError_(f"{name}: unknown trivialization {trivialization!r}; choose from: left, right")
         self.trivialization = trivialization
@@ -115,22 +131,22 @@ class ReducedSystem(SystemKind):
         if shape_dim is None:
             if not callable(metric):
                 G = np.asarray(metric, dtype=float)
-                if G.ndim != 2 or G.shape[0] != G.shape[1] or G.shape[0] < 4:
-                    raise SystemError_(f"{name}: metric must be a square (n+3, n+3) array with n ≥ 1; "
+                if G.ndim != 2 or G.shape[0] != G.shape[1] or G.shape[0] < d + min_n:
+                    raise SystemError_(f"{name}: metric must be a square (n+{d}, n+{d}) array with n ≥ {min_n}; "
                                        f"got shape {G.shape}")
-                shape_dim = G.shape[0] - 3
+                shape_dim = G.shape[0] - d
             elif not callable(constraint_matrix):
                 mu = np.atleast_2d(np.asarray(constraint_matrix, dtype=float))
-                shape_dim = mu.shape[1] - 3
+                shape_dim = mu.shape[1] - d
             else:
                 raise SystemError_(f"{name}: shape_dim (n) is required when metric and constraint_matrix "
                                    "are both callables")
-        if int(shape_dim) != shape_dim or shape_dim < 1:
-            raise SystemError_(f"{name}: shape_dim must be an integer ≥ 1; got {shape_dim!r}")
+        if int(shape_dim) != shape_dim or shape_dim < min_n:
+            raise SystemError_(f"{name}: shape_dim must be an integer ≥ {min_n}; got {shape_dim!r}")
         n = self.n = int(shape_dim)
-        N = self.dim = n + 3
+        N = self.dim = n + d
         x_test = np.zeros(n)
-        R_test = np.eye(3)
+        R_test = np.eye(group.matrix_size)
 
         # --- metric ----------------------------------------------------------------------------
         self.constant_metric = not callable(metric)
@@ -174,10 +190,10 @@ class ReducedSystem(SystemKind):
             mu = np.atleast_2d(_callable_output(constraint_matrix, (jnp.asarray(x_test), jnp.asarray(R_test)),
                                                 "constraint_matrix(x, R)", name))
         if mu.ndim != 2 or mu.shape[1] != N:
-            raise SystemError_(f"{name}: constraint_matrix must have shape (m, n+3) = (m, {N}); got {mu.shape}")
+            raise SystemError_(f"{name}: constraint_matrix must have shape (m, n+{d}) = (m, {N}); got {mu.shape}")
         m = self.m = mu.shape[0]
         if not 1 <= m <= N - 1:
-            raise SystemError_(f"{name}: need 1 ≤ m ≤ n+2 = {N - 1} constraints; got m = {m}")
+            raise SystemError_(f"{name}: need 1 ≤ m ≤ n+{d - 1} = {N - 1} constraints; got m = {m}")
         if not np.all(np.isfinite(mu)):
             raise SystemError_(f"{name}: constraint_matrix has non-finite entries")
         sv = np.linalg.svd(mu, compute_uv=False)
@@ -198,11 +214,12 @@ class ReducedSystem(SystemKind):
     def _check_metric(self, G, what):
         N = self.dim
         if G.shape != (N, N):
-            raise SystemError_(f"{self.name}: {what} must have shape (n+3, n+3) = ({N}, {N}); got {G.shape}")
+            raise SystemError_(f"{self.name}: {what} must have shape (n+{self.group_dim}, n+{self.group_dim}) = "
+                               f"({N}, {N}); got {G.shape}")
         check_spd(G, f"{self.name}: {what}")
 
     def __repr__(self):
-        return (f"<ReducedSystem {self.name}: n = {self.n}, m = {self.m}, {self.trivialization}"
+        return (f"<ReducedSystem {self.name}: R^{self.n} × {self.group.name}, m = {self.m}, {self.trivialization}"
                 f"{', affine' if self.affine else ''}{', G̃(x, R)' if self.group_metric else ''}"
                 f"{', V(x, R)' if self.group_potential else ''}>")
 
@@ -215,7 +232,7 @@ class ReducedSystem(SystemKind):
         if R is None:
             if needed:
                 raise InputError(f"{self.name}: the {what} depends on R; pass R")
-            return jnp.eye(3, dtype=jnp.float64)
+            return jnp.eye(self.group.matrix_size, dtype=jnp.float64)
         return jnp.asarray(R, jnp.float64)
 
     # --- the model (jit-able, unbatched) --------------------------------------------------------
@@ -269,8 +286,11 @@ class ReducedSystem(SystemKind):
         return linalg.mv(self.constraint_matrix(x, R), u) - self.constraint_rhs(x, R)
 
     def spatial_angular_velocity(self, R, xi):
-        """ω = Rξ (left trivialization) or ξ (right), shape (3,)."""
-        return linalg.mv(R, xi) if self.left else jnp.asarray(xi, jnp.float64)
+        """ω = Rξ = Ad_R ξ (left trivialization) or ξ (right), shape (3,): the spatial velocity."""
+        xi = jnp.asarray(xi, jnp.float64)
+        if not self.left:
+            return xi
+        return linalg.mv(R, xi) if self.is_so3 else self.group.Ad(R) @ xi
 
     def gram(self, x, R, G=None):
         """(μ̃ (m, n+3), G̃⁻¹μ̃ᵀ (n+3, m), C̃ = μ̃G̃⁻¹μ̃ᵀ (m, m)) at (x, R), by solves."""
@@ -299,7 +319,8 @@ class ReducedSystem(SystemKind):
         return u[:self.n], u[self.n:]
 
     def _Rdot(self, R, xi):
-        return so3.matmul(R, so3.hat(xi)) if self.left else so3.matmul(so3.hat(xi), R)
+        X = self.group.hat(xi)
+        return R @ X if self.left else X @ R
 
     def _force(self, x, R, xdot, xi):
         """f = (∂_x l, ±ad*_ξ m + ∇_R l) − (dG̃/dt)u (the non-constraint right-hand side of G̃u̇)."""
@@ -316,9 +337,12 @@ class ReducedSystem(SystemKind):
         else:
             dGu = jax.jvp(lambda y, S: linalg.mv(self.metric(y, S), u), (x, R),
                           (u[:self.n], self._Rdot(R, u[self.n:])))[1]
-        adstar = so3.cross(m, xi) if self.left else so3.cross(xi, m)
+        if self.is_so3:
+            adstar = so3.cross(m, xi) if self.left else so3.cross(xi, m)
+        else:
+            adstar = self.group.ad_star(xi, m) if self.left else -self.group.ad_star(xi, m)
         if self.group_dependent:
-            adstar = adstar + so3.left_gradient(lambda S: lagrangian(x, S), R)
+            adstar = adstar + self.group.left_gradient(lambda S: lagrangian(x, S), R)
         return jnp.concatenate([dldx, adstar]) - dGu
 
     def multiplier(self, x, R, xdot, xi):
@@ -362,17 +386,22 @@ class ReducedSystem(SystemKind):
         InputError (shapes, non-finite values, R0 not a rotation, metric not SPD at x0),
         ConstraintViolationError (with ``.residual``).
         """
-        n = self.n
+        n, d, Ng = self.n, self.group_dim, self.group.matrix_size
         x = np.asarray(x0, dtype=float)
         R = np.asarray(R0, dtype=float)
         xd = np.asarray(xdot0, dtype=float)
         xi = np.asarray(xi0, dtype=float)
-        if x.shape != (n,) or R.shape != (3, 3) or xd.shape != (n,) or xi.shape != (3,):
-            raise InputError(f"{self.name}: expected x0 ({n},), R0 (3, 3), xdot0 ({n},), xi0 (3,); got "
+        if x.shape != (n,) or R.shape != (Ng, Ng) or xd.shape != (n,) or xi.shape != (d,):
+            raise InputError(f"{self.name}: expected x0 ({n},), R0 ({Ng}, {Ng}), xdot0 ({n},), xi0 ({d},); got "
                              f"{x.shape}, {R.shape}, {xd.shape}, {xi.shape}")
         if not all(np.all(np.isfinite(a)) for a in (x, R, xd, xi)):
             raise InputError(f"{self.name}: the initial state must be finite")
-        bad_rotation = so3.rotation_check(R, tol)
+        if self.is_so3:
+            bad_rotation = so3.rotation_check(R, tol)
+        else:
+            defect = float(self.group.membership_defect(jnp.asarray(R)))
+            bad_rotation = (f"R0 is not in {self.group.name} (defect {defect:.2e} > {tol:.0e})"
+                            if defect > tol else "")
         if bad_rotation:
             raise InputError(f"{self.name}: {bad_rotation}")
         if not self.constant_metric:
@@ -394,7 +423,8 @@ class ReducedSystem(SystemKind):
         x, R, xd, xi = obs["x"], obs["R"], obs["xdot"], obs["xi"]
         return {"energy": self.energy(x, xd, xi, R),
                 "constraint_residual": self.constraint_residual(x, R, xd, xi),
-                "orthogonality_defect": so3.orthogonality_defect(R),
+                "orthogonality_defect": (so3.orthogonality_defect(R) if self.is_so3
+                                         else self.group.membership_defect(R)),
                 "omega": self.spatial_angular_velocity(R, xi)}
 
     def reference_solution(self, x0, R0, xdot0, xi0, *, t, rtol: float = 1e-13,
@@ -406,11 +436,12 @@ class ReducedSystem(SystemKind):
 
 def _rhs_fn(system):
     from .._cache import cached
-    n = system.n
+    n, Ng = system.n, system.group.matrix_size
+    q = Ng * Ng
 
     def make():
         def f(y):
-            x, R, xd, xi = y[:n], y[n:n + 9].reshape(3, 3), y[n + 9:2 * n + 9], y[2 * n + 9:]
+            x, R, xd, xi = y[:n], y[n:n + q].reshape(Ng, Ng), y[n + q:2 * n + q], y[2 * n + q:]
             parts = system.vector_field(x, R, xd, xi)
             return jnp.concatenate([a.ravel() for a in parts])
         return jax.jit(f)
@@ -437,7 +468,8 @@ def reference_solution(system: ReducedSystem, x0, R0, xdot0, xi0, t, rtol: float
     """
     from scipy.integrate import solve_ivp
 
-    n = system.n
+    n, Ng = system.n, system.group.matrix_size
+    q = Ng * Ng
     f = _rhs_fn(system)
     y0 = np.concatenate([np.asarray(x0, float).ravel(), np.asarray(R0, float).ravel(),
                          np.asarray(xdot0, float).ravel(), np.asarray(xi0, float).ravel()])
@@ -448,7 +480,7 @@ def reference_solution(system: ReducedSystem, x0, R0, xdot0, xi0, t, rtol: float
         raise ConvergenceError(f"reference ODE solver failed: {sol.message}", step=-1,
                                time=float(sol.t[-1]) if sol.t.size else float(t[0]))
     Y = sol.y.T
-    out = {"t": t, "x": Y[:, :n], "R": Y[:, n:n + 9].reshape(-1, 3, 3), "xdot": Y[:, n + 9:2 * n + 9],
-           "xi": Y[:, 2 * n + 9:]}
-    out["omega"] = np.einsum("kij,kj->ki", out["R"], out["xi"]) if system.left else out["xi"].copy()
+    out = {"t": t, "x": Y[:, :n], "R": Y[:, n:n + q].reshape(-1, Ng, Ng), "xdot": Y[:, n + q:2 * n + q],
+           "xi": Y[:, 2 * n + q:]}
+    out["omega"] = np.asarray(jax.vmap(system.spatial_angular_velocity)(jnp.asarray(out["R"]), jnp.asarray(out["xi"])))
     return out
