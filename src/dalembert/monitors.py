@@ -166,14 +166,16 @@ def _configuration(obs):
     return d.get("q") if d.get("q") is not None else d.get("R")
 
 
-def _step_velocity(x0, x1, h):
-    if x1.ndim == 2:                                   # SO(3): vee(log(R_kᵀ R_{k+1})) / h
-        from .lie import so3
+def _step_velocity(x0, x1, h, group=None):
+    if x1.ndim == 2:
+        if group is not None and group.name != "SO(3)":  # another matrix group: cay⁻¹(g_k⁻¹ g_{k+1}) / h
+            return group.cayley_inv(group.inverse(x0) @ x1) / h
+        from .lie import so3                            # SO(3): vee(log(R_kᵀ R_{k+1})) / h
         return so3.log(so3.matmul(so3.transpose(x0), x1)) / h
     return jnp.ravel(x1 - x0) / h
 
 
-def with_sawtooth(scheme: Scheme, stop: float | None = None) -> Scheme:
+def with_sawtooth(scheme: Scheme, stop: float | None = None, group=None) -> Scheme:
     """``scheme`` with the period-2 statistic of every step in its state and its node outputs.
 
     After each step the one-sided step velocity u_k = (q_{k+1} − q_k)/h (on SO(3):
@@ -187,12 +189,15 @@ def with_sawtooth(scheme: Scheme, stop: float | None = None) -> Scheme:
 
     ``stop``: a relative amplitude (e.g. :data:`THRESHOLD`) above which the step fails, with
     cause :data:`~dalembert.solvers.newton.PARASITIC`: a_k > stop · max(|u_k|, 10⁻³ · max_j |u_j|)
-    (the floor keeps a turning point, where |u_k| passes near zero, from counting)."""
+    (the floor keeps a turning point, where |u_k| passes near zero, from counting).
+
+    ``group``: the system's matrix Lie group when its configuration R is not in SO(3) (the step
+    velocity is then cay⁻¹(R_k⁻¹R_{k+1})/h)."""
     def wrap(inner, h):
         if isinstance(inner, SawtoothState):
             return inner
         x = _configuration(scheme.observe(inner, h))
-        d = _step_velocity(x, x, 1.0).shape[0]
+        d = _step_velocity(x, x, 1.0, group).shape[0]
         zero = jnp.asarray(0.0, x.dtype)
         return SawtoothState(inner, x, jnp.zeros((4, d), x.dtype), zero - 1.0, jnp.asarray(0, jnp.int32), zero)
 
@@ -202,7 +207,7 @@ def with_sawtooth(scheme: Scheme, stop: float | None = None) -> Scheme:
     def step(st, h):
         new, info = scheme.step(st.inner, h)
         x = _configuration(scheme.observe(new, h))
-        u = _step_velocity(st.x, x, h)
+        u = _step_velocity(st.x, x, h, group)
         window = jnp.concatenate([u[None], st.u], axis=0)            # u_k, u_{k−1}, ..., u_{k−4}
         # elementwise, not ``@``/``norm``: a dot in the loop body keeps XLA from compiling the
         # loop into one kernel (engine.xla), which cost more than the explicit step itself

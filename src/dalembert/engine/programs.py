@@ -83,7 +83,8 @@ def bind(system, method, state0, options: dict) -> Bound:
         obs = jax.eval_shape(lambda s, hh: scheme.observe(scheme.init(*convert(*s), hh), hh),
                              tuple(jnp.asarray(x) for x in state0), h)
         if monitors.has_configuration(obs):
-            scheme = monitors.with_sawtooth(scheme, monitors.THRESHOLD if on_parasitic == "stop" else None)
+            scheme = monitors.with_sawtooth(scheme, monitors.THRESHOLD if on_parasitic == "stop" else None,
+                                            getattr(target, "group", None))
     elif on_parasitic == "stop":
         raise InputError(f"on_parasitic='stop': {method.name} has no parasitic-mode monitor (the two-step "
                          f"families have: {', '.join(sorted(monitors.CHECKED_FAMILIES))})")
