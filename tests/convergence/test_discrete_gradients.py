@@ -83,7 +83,9 @@ def chaotic():
 
 # --- item 6 and 10: energy to round-off, discrete and node constraints ---------------------------
 
-@pytest.mark.parametrize("method", DG_METHODS)
+# dg-itoh-abe-sym compiles for ~40 s on this 13-dimensional form: its energy and constraints are
+# checked by the conformance suite (gearbox) and its order on this system by test_order_chaotic
+@pytest.mark.parametrize("method", [m for m in DG_METHODS if m != "dg-itoh-abe-sym"])
 def test_energy_and_constraints_chaotic(method):
     model, ap, x0 = chaotic()
     r = runner(method, ap, x0)((x0,), 0.1, 1000)               # t ∈ [0, 100]
