@@ -5,6 +5,10 @@ form (38) with the corrected sign (erratum 6), the retracted Legendre maps of §
 erratum 11) and the reconstruction of Remark 7.2 (erratum 12)
 (the restatement §2.5, §2.7, §2.8, §2.10, §2.11, §8).
 
+On another matrix Lie group G (``ReducedSystem(..., group=G)``, e.g. SE(2), SO(4); n = 0 allowed)
+the same scheme runs with G's Cayley or exponential map and their right-trivialised tangents in
+place of SO(3)'s; "3" below is then dim G.
+
 System: a :class:`~dalembert.systems.reduced.ReducedSystem` (metric G̃(x), constraints
 μ̃(x, R)u = ν̃(x, R), trivialised velocities u = (ẋ, ξ)). With a retraction τ (Cayley default,
 exponential available) and the retracted discrete Lagrangian l_d(x_k, x_{k+1}, σ_k), σ_k = hξ_k,
