@@ -83,8 +83,9 @@ def chaotic():
 
 # --- item 6 and 10: energy to round-off, discrete and node constraints ---------------------------
 
-# dg-itoh-abe-sym compiles for ~40 s on this 13-dimensional form: its energy and constraints are
-# checked by the conformance suite (gearbox) and its order on this system by test_order_chaotic
+@pytest.mark.xdist_group("chaotic-dg")          # one worker: the tests share compiled loops
+# dg-itoh-abe-sym's 1000 steps on this 13-dimensional form take ~30 s: its energy, constraints and
+# order are checked by the conformance suite (gearbox), its symmetry by test_time_symmetry
 @pytest.mark.parametrize("method", [m for m in DG_METHODS if m != "dg-itoh-abe-sym"])
 def test_energy_and_constraints_chaotic(method):
     model, ap, x0 = chaotic()
@@ -164,7 +165,9 @@ def chaotic_reference():
     return q[-1]
 
 
-@pytest.mark.parametrize("method", DG_METHODS)
+@pytest.mark.xdist_group("chaotic-dg")          # one worker: the tests share compiled loops
+# dg-itoh-abe-sym: ~35 s of steps here; its order is checked by the conformance suite (gearbox)
+@pytest.mark.parametrize("method", [m for m in DG_METHODS if m != "dg-itoh-abe-sym"])
 def test_order_chaotic(method, chaotic_reference):
     model, ap, x0 = chaotic()
     run = runner(method, ap, x0)
@@ -206,6 +209,7 @@ def test_order_gearbox_reduced_on_the_fly(frame):
 
 # --- item 9: time symmetry ----------------------------------------------------------------------
 
+@pytest.mark.xdist_group("chaotic-dg")          # one worker: the tests share compiled loops
 def test_time_symmetry():
     """Φ₋ₕ∘Φₕ = id to 1e-13 for the symmetric methods (spec item 9); plain Itoh–Abe is not
     symmetric. (Reuses the compiled loops of the other tests: h is a runtime argument.)"""

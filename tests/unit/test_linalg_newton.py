@@ -117,6 +117,7 @@ def test_chord_factor_and_solve_alone_and_under_vmap(n):
     A = _members_needing_and_not_needing_pivoting(n, 6, RNG) if n > 1 else RNG.normal(size=(6, 1, 1)) + 2.0
     b = RNG.normal(size=(6, n))
     ref = np.linalg.solve(A, b[..., None])[..., 0]
+    factor_1 = jax.jit(linalg.chord_factor)             # compiled: eager dispatch of the elimination is slow
     solve_1 = jax.jit(lambda a, c: linalg.chord_solve(linalg.chord_factor(a), c))
     one = np.stack([np.asarray(solve_1(jnp.asarray(a), jnp.asarray(c))) for a, c in zip(A, b)])
     assert _rel(one, ref) < 1e-10
@@ -131,12 +132,11 @@ def test_chord_factor_and_solve_alone_and_under_vmap(n):
         x, x2 = members(jnp.asarray(A[sel]), jnp.asarray(b[sel]))
         assert _rel(x, ref[sel]) < 1e-10
         assert _rel(x2, 2.0 * ref[sel]) < 1e-10
-    shared = linalg.chord_factor(jnp.asarray(A[0]))
-    x = jax.vmap(lambda c: linalg.chord_solve(shared, c))(jnp.asarray(b))
+    shared = factor_1(jnp.asarray(A[0]))
+    x = jax.jit(jax.vmap(lambda c: linalg.chord_solve(shared, c)))(jnp.asarray(b))
     assert _rel(x, np.linalg.solve(A[0], b.T).T) < 1e-10
-    factor_1 = jax.jit(linalg.chord_factor)
     stacked = jax.tree_util.tree_map(lambda *f: jnp.stack(f), *[factor_1(jnp.asarray(a)) for a in A])
-    x = jax.vmap(linalg.chord_solve)(stacked, jnp.asarray(b))
+    x = jax.jit(jax.vmap(linalg.chord_solve))(stacked, jnp.asarray(b))
     assert _rel(x, ref) < 1e-10
 
 

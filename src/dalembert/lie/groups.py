@@ -274,11 +274,15 @@ class SE2(MatrixLieGroup):
 
     @staticmethod
     def _V(th):
-        """[[a, −b], [b, a]] with a = sin θ/θ, b = (1 − cos θ)/θ (series near 0)."""
-        small = jnp.abs(th) < 1e-4
+        """[[a, −b], [b, a]] with a = sin θ/θ, b = (1 − cos θ)/θ = 2 sin²(θ/2)/θ (Taylor series, to
+        θ⁸ and θ⁹, for |θ| < 0.05)."""
+        small = jnp.abs(th) < 0.05            # the closed forms' derivatives lose ε/θ below this
         ts = jnp.where(small, 1.0, th)
-        a = jnp.where(small, 1.0 - th ** 2 / 6.0 + th ** 4 / 120.0, jnp.sin(ts) / ts)
-        b = jnp.where(small, th / 2.0 - th ** 3 / 24.0, (1.0 - jnp.cos(ts)) / ts)
+        t2 = th * th
+        a_ser = 1.0 - t2 / 6.0 * (1.0 - t2 / 20.0 * (1.0 - t2 / 42.0 * (1.0 - t2 / 72.0)))
+        b_ser = th / 2.0 * (1.0 - t2 / 12.0 * (1.0 - t2 / 30.0 * (1.0 - t2 / 56.0 * (1.0 - t2 / 90.0))))
+        a = jnp.where(small, a_ser, jnp.sin(ts) / ts)
+        b = jnp.where(small, b_ser, 2.0 * jnp.sin(0.5 * ts) ** 2 / ts)
         return jnp.array([[a, -b], [b, a]])
 
     def exp(self, xi):
