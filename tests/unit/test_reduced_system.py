@@ -386,7 +386,8 @@ def test_reported_multiplier_is_the_continuous_one(method):
 
 # --- a metric and a potential that depend on R (the left-trivialised unreduced system) -----------
 def test_left_gradient_is_the_derivative_along_R_exp():
-    """so3.left_gradient against central differences of f(R exp(εη̂)) for a nonlinear f."""
+    """The left-trivialised gradient on SO(3) (the group interface's left_gradient, which the
+    ReducedSystem equations and the GNI's FL⁻ use) against central differences of f(R exp(εη̂))."""
     rng = np.random.default_rng(3)
     R = np.asarray(so3.exp(jnp.asarray(rng.normal(size=3))))
     A = jnp.asarray(rng.normal(size=(3, 3)))
@@ -394,7 +395,7 @@ def test_left_gradient_is_the_derivative_along_R_exp():
     def f(S):
         return jnp.sum(A * S) ** 2 + jnp.sin(S[2, 1])
 
-    grad = np.asarray(so3.left_gradient(f, jnp.asarray(R)))
+    grad = np.asarray(dl.lie.SO(3).left_gradient(f, jnp.asarray(R)))
     eps = 1e-6
     fd = [(f(R @ so3.exp(eps * e)) - f(R @ so3.exp(-eps * e))) / (2 * eps) for e in np.eye(3)]
     np.testing.assert_allclose(grad, fd, rtol=1e-8, atol=1e-9)

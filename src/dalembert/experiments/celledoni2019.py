@@ -255,8 +255,7 @@ def sleigh_step_jacobian(ap, method: str):
     (no registered method is explicit Euler). The ρ-map does not depend on (x1, x2, θ)."""
     from .. import methods as _methods
     if method == "explicit-euler":
-        def step(x, h):
-            return x + h * ap.vector_field(x)
+        step = _explicit_euler(ap)
     else:
         scheme = _methods.get(method).build(ap, np.zeros(5))
 
@@ -285,10 +284,17 @@ def classification_violations(rho_jacobian, C, rho2s, fractions, bound: float) -
     return bad, n
 
 
+def _explicit_euler(ap):
+    """ζ' = ζ + h Π(ζ)∇𝓗(ζ): explicit Euler on (22) (Remark 4.2), ``step(x, h)``."""
+    return lambda x, h: x + h * ap.vector_field(x)
+
+
 def explicit_euler_run(ap, x0, h: float, n_steps: int):
     """Explicit Euler on (22) (Remark 4.2): the nodes (n_steps + 1, 5), one compiled scan."""
+    step = _explicit_euler(ap)
+
     def body(x, _):
-        x1 = x + h * ap.vector_field(x)
+        x1 = step(x, h)
         return x1, x1
     _, xs = jax.jit(lambda x: jax.lax.scan(body, x, None, length=n_steps))(jnp.asarray(x0, jnp.float64))
     return np.concatenate([np.asarray(x0, float)[None], np.asarray(xs)])

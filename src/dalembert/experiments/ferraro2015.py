@@ -305,6 +305,12 @@ def ball_fig2(quick, out):
     return checks, figs, data, notes
 
 
+def _position_errors_at(tr, ref, times) -> dict:
+    """{t: max |x − x_ref| at the node nearest t} for the times within the run."""
+    err = np.max(np.abs(tr.x - ref["x"]), axis=1)
+    return {t: float(err[np.argmin(np.abs(tr.t - t))]) for t in times if t <= tr.t[-1] + 1e-9}
+
+
 def _turns(v) -> float:
     """Net turns of the direction of the vectors v (N, 2) (zero vectors skipped): the heading's turns
     for v = the path's increments, the winding about the origin for v = the path."""
@@ -381,8 +387,7 @@ def ball_fig3(quick, out):
         se = max(1, int(round(0.01 / h)))
         p, tr, ref = _fig3_case(case, h, T, se)
         runs[case] = (tr, ref)
-        err = np.max(np.abs(tr.x - ref["x"]), axis=1)
-        at = {tt: float(err[np.argmin(np.abs(tr.t - tt))]) for tt in (10.0, 20.0, 40.0, 60.0, 100.0, 160.0) if tt <= T}
+        at = _position_errors_at(tr, ref, (10.0, 20.0, 40.0, 60.0, 100.0, 160.0))
         data[case] = {"params": p, "h": h, "T": T, "position_error_at": at,
                       "admissibility_ratio": rb.check_inertia(p, warn=False),
                       "runtime": _ball_runtime(tr)}
@@ -406,8 +411,7 @@ def ball_fig3(quick, out):
     for case, (h_e, T_e) in exp_cfg.items():
         p, tr_e, ref_e = _fig3_case(case, h_e, T_e, max(1, int(round(0.01 / h_e))), "gni-exp-chart")
         exp_runs[case] = tr_e
-        err_e = np.max(np.abs(tr_e.x - ref_e["x"]), axis=1)
-        at_e = {tt: float(err_e[np.argmin(np.abs(tr_e.t - tt))]) for tt in (10.0, 20.0, 40.0) if tt <= T_e}
+        at_e = _position_errors_at(tr_e, ref_e, (10.0, 20.0, 40.0))
         data[f"exp_chart_{case}"] = {"h": h_e, "T": T_e, "position_error_at": at_e, "runtime": _ball_runtime(tr_e)}
         checks.append(check_below(f"{case}, gni-exp-chart h = {h_e:.3g}: averaged-momentum constraint residual",
                                   float(np.max(np.abs(tr_e.constraint_residual))), 1e-12, "R10"))

@@ -221,6 +221,9 @@ class SO3(SpecialOrthogonal):
     def ad(self, xi):
         return so3.ad(xi)
 
+    def ad_star(self, xi, mu):
+        return so3.ad_star(xi, mu)
+
     def Ad(self, g):
         return so3.Ad(g)
 
@@ -249,7 +252,22 @@ class SO3(SpecialOrthogonal):
         return so3.dcay_inv(xi)
 
 
-class SE2(MatrixLieGroup):
+class _SpecialEuclidean(MatrixLieGroup):
+    """SE(k) = {[[R, t], [0, 1]]}, R ∈ SO(k): the inverse and the membership defect (k = matrix_size − 1)."""
+
+    def inverse(self, g):
+        g = jnp.asarray(g, _F64)
+        k = self.matrix_size - 1
+        R, t = g[:k, :k], g[:k, k]
+        return jnp.eye(k + 1, dtype=_F64).at[:k, :k].set(R.T).at[:k, k].set(-R.T @ t)
+
+    def membership_defect(self, g):
+        g = jnp.asarray(g, _F64)
+        k = self.matrix_size - 1
+        return _rotation_defect(g[:k, :k]) + jnp.linalg.norm(g[k] - jnp.eye(k + 1, dtype=_F64)[k])
+
+
+class SE2(_SpecialEuclidean):
     """SE(2) = {[[R, t], [0, 1]]}: ξ = (v1, v2, ω), hat(ξ) = [[0, −ω, v1], [ω, 0, v2], [0, 0, 0]]."""
 
     name, dim, matrix_size = "SE(2)", 3, 3
@@ -262,15 +280,6 @@ class SE2(MatrixLieGroup):
     def vee(self, X):
         X = jnp.asarray(X, _F64)
         return jnp.stack([X[0, 2], X[1, 2], 0.5 * (X[1, 0] - X[0, 1])])
-
-    def inverse(self, g):
-        g = jnp.asarray(g, _F64)
-        R, t = g[:2, :2], g[:2, 2]
-        return jnp.eye(3, dtype=_F64).at[:2, :2].set(R.T).at[:2, 2].set(-R.T @ t)
-
-    def membership_defect(self, g):
-        g = jnp.asarray(g, _F64)
-        return _rotation_defect(g[:2, :2]) + jnp.linalg.norm(g[2] - jnp.array([0.0, 0.0, 1.0]))
 
     @staticmethod
     def _V(th):
@@ -297,7 +306,7 @@ class SE2(MatrixLieGroup):
         return jnp.concatenate([jnp.linalg.solve(self._V(th), g[:2, 2]), th[None]])
 
 
-class SE3(MatrixLieGroup):
+class SE3(_SpecialEuclidean):
     """SE(3) = {[[R, t], [0, 1]]}: ξ = (v, w), hat(ξ) = [[ŵ, v], [0, 0]] (translation first)."""
 
     name, dim, matrix_size = "SE(3)", 6, 4
@@ -309,15 +318,6 @@ class SE3(MatrixLieGroup):
     def vee(self, X):
         X = jnp.asarray(X, _F64)
         return jnp.concatenate([X[:3, 3], so3.vee(0.5 * (X[:3, :3] - X[:3, :3].T))])
-
-    def inverse(self, g):
-        g = jnp.asarray(g, _F64)
-        R, t = g[:3, :3], g[:3, 3]
-        return jnp.eye(4, dtype=_F64).at[:3, :3].set(R.T).at[:3, 3].set(-R.T @ t)
-
-    def membership_defect(self, g):
-        g = jnp.asarray(g, _F64)
-        return _rotation_defect(g[:3, :3]) + jnp.linalg.norm(g[3] - jnp.array([0.0, 0.0, 0.0, 1.0]))
 
     def exp(self, xi):
         xi = jnp.asarray(xi, _F64)

@@ -19,7 +19,6 @@ elementwise (no ``@``/LAPACK), which XLA fuses; see DESIGN.md, "Performance note
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 _SMALL = 0.2  # |w| below which the series of the exp-map coefficients are used
@@ -266,17 +265,6 @@ def dexp_left(w):
 def dexp_left_inv(w):
     """Inverse of :func:`dexp_left`; = dexp⁻¹_{−w}."""
     return dexp_inv(-jnp.asarray(w, jnp.float64))
-
-
-def left_gradient(f, R):
-    """The left-trivialised gradient ∇f(R) ∈ R³ of a scalar function of R:
-    ⟨∇f(R), η⟩ = d/dε f(R exp(εη̂)) at ε = 0, shape (3,).
-
-    Computed by autodiff along the curve R(I + εη̂), which has the same tangent Rη̂ at ε = 0
-    (``f`` must accept any (3, 3) array near SO(3), as a function of the entries does).
-    """
-    return jax.grad(lambda eta: f(matmul(R, jnp.eye(3, dtype=R.dtype) + hat(eta))))(
-        jnp.zeros((3,), R.dtype))
 
 
 # ---------------------------------------------------------------------------------------------

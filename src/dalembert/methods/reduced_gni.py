@@ -84,6 +84,7 @@ import numpy as np
 from .. import linalg
 from ..errors import InputError
 from ..lie.retraction import Retraction, get_retraction
+from ..systems.reduced import positional_parameters
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from .base import Method, Scheme, StepInfo, Traits
 
@@ -159,12 +160,7 @@ def _parse_startup(startup, n, d=3):
 
 def takes_group_lagrangian(l_d) -> bool:
     """Whether a user l_d takes (x0, x1, R0, sigma, h) (five positional parameters)."""
-    import inspect
-    try:
-        params = inspect.signature(l_d).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return sum(q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD) for q in params) >= 5
+    return positional_parameters(l_d, required=False) >= 5
 
 
 class _Kernels:
@@ -177,8 +173,8 @@ class _Kernels:
         self.n = system.n
         self.custom = l_d is not None
         #: ℓ depends on R_k (the metric or potential depends on R): FL⁻ gains −∇_{R_k}ℓ
-        self.group = getattr(system, "group_dependent", False)
-        if self.group:
+        self.group_dependent = system.group_dependent
+        if self.group_dependent:
             if self.custom and not takes_group_lagrangian(l_d):
                 raise InputError(f"{system.name}: its metric or potential depends on R, so a "
                                  "discrete_lagrangian must take (x0, x1, R0, sigma, h)")
@@ -186,7 +182,7 @@ class _Kernels:
         else:
             base = l_d if self.custom else sv_discrete_lagrangian(system)
             self.l_d = lambda x0, x1, R0, sigma, h: base(x0, x1, sigma, h)
-        self.fast = system.constant_metric and not self.custom and not self.group and system.n > 0
+        self.fast = system.constant_metric and not self.custom and not self.group_dependent and system.n > 0
         self.sign = 1.0 if system.left else -1.0
         if system.constant_metric:
             G = np.asarray(system.metric_matrix)
@@ -235,7 +231,7 @@ class _Kernels:
     def fl_minus(self, x0, x1, R0, xi, h):
         d1, ds = jax.grad(self.l_d, argnums=(0, 3))(x0, x1, R0, h * xi, h)
         g = self.group_minus(h * xi, ds)
-        if self.group:
+        if self.group_dependent:
             g = g - self.system.group.left_gradient(lambda S: self.l_d(x0, x1, S, h * xi, h), R0)
         return jnp.concatenate([-d1, g])
 

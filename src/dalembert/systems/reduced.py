@@ -47,17 +47,22 @@ from .kind import SystemKind, check_spd
 _TRIVIALIZATIONS = ("left", "right")
 
 
-def takes_group(fn) -> bool:
-    """Whether a user callable is written as f(x, R) (two or more positional parameters without
-    defaults) rather than f(x). Callables whose signature cannot be read count as f(x)."""
+def positional_parameters(fn, *, required: bool = True) -> int:
+    """How many positional parameters a user callable takes (``required``: only those without a
+    default); 0 when its signature cannot be read."""
     import inspect
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return False
-    positional = [q for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)
-                  and q.default is q.empty]
-    return len(positional) >= 2
+        return 0
+    return sum(q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD) and not (required and q.default is not q.empty)
+               for q in params)
+
+
+def takes_group(fn) -> bool:
+    """Whether a user callable is written as f(x, R) (two or more positional parameters without
+    defaults) rather than f(x). Callables whose signature cannot be read count as f(x)."""
+    return positional_parameters(fn) >= 2
 
 
 def _callable_output(fn, args, what, name):
@@ -337,10 +342,7 @@ class ReducedSystem(SystemKind):
         else:
             dGu = jax.jvp(lambda y, S: linalg.mv(self.metric(y, S), u), (x, R),
                           (u[:self.n], self._Rdot(R, u[self.n:])))[1]
-        if self.is_so3:
-            adstar = so3.cross(m, xi) if self.left else so3.cross(xi, m)
-        else:
-            adstar = self.group.ad_star(xi, m) if self.left else -self.group.ad_star(xi, m)
+        adstar = self.group.ad_star(xi, m) if self.left else -self.group.ad_star(xi, m)
         if self.group_dependent:
             adstar = adstar + self.group.left_gradient(lambda S: lagrangian(x, S), R)
         return jnp.concatenate([dldx, adstar]) - dGu
