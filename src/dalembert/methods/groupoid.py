@@ -178,6 +178,11 @@ def problem(system, *, discrete_lagrangian=None, retraction: str = "cayley") -> 
 
 def _pair_problem(system, discrete_lagrangian):
     L_d, _ = dls.resolve(discrete_lagrangian if discrete_lagrangian is not None else dls.midpoint, system)
+    return pair_problem(system, L_d)
+
+
+def pair_problem(system, L_d) -> GroupoidProblem:
+    """A NonholonomicSystem on the pair groupoid Rⁿ × Rⁿ with the discrete Lagrangian L_d(q0, q1, h)."""
 
     def initial(q0, v0):
         return q0, point(), system.momentum(q0, v0), system.multiplier(q0, v0)
@@ -243,15 +248,26 @@ def _init(prob: GroupoidProblem, startup: str):
     return init
 
 
-def _gni_step(prob: GroupoidProblem, rtol, max_iter):
+def _orthogonal_reflection(prob):
+    def reflect(x, R, p):
+        s, mu, L = reflection(prob, x, R, p)
+        return p - 2.0 * linalg.vm(s, mu), lambda a: linalg.cho_solve(L, a)
+    return reflect
+
+
+def gni_step(prob: GroupoidProblem, rtol=RTOL, max_iter=MAX_ITER, reflect=None):
+    """step(GroupoidState, h) -> (GroupoidState, StepInfo): steps 1–3 of the module doc.
+
+    reflect : optional (x, R, p) -> (target, solve) with solve(a) = 𝒢⁻¹a (the predictor's), for
+        another complement of D (``gni``'s ``complement`` option); default the 𝒢-orthogonal one."""
     G = prob.groupoid
+    reflect = reflect or _orthogonal_reflection(prob)
 
     def step(state, h):
         x, R, p = state
-        s, mu, L = reflection(prob, x, R, p)
-        target = p - 2.0 * linalg.vm(s, mu)
+        target, solve = reflect(x, R, p)
         res = newton(lambda z: fl_minus(prob, G.chart(x, z), R, h) - target,
-                     h * linalg.cho_solve(L, target), rtol=rtol, max_iter=max_iter)
+                     h * solve(target), rtol=rtol, max_iter=max_iter)
         g = G.chart(x, res.x)
         return GroupoidState(G.target(g), G.reconstruct(R, g), fl_plus(prob, g, R, h)), StepInfo.of(res)
     return step
@@ -304,7 +320,7 @@ class GroupoidMethod(Method):
         if startup not in _STARTUPS:
             raise InputError(f"unknown startup {startup!r}; choose from: {', '.join(_STARTUPS)}")
         prob = problem(system, discrete_lagrangian=discrete_lagrangian, retraction=retraction)
-        step = (_gni_step if self.scheme == "gni" else _dla_step)(prob, rtol, max_iter)
+        step = (gni_step if self.scheme == "gni" else _dla_step)(prob, rtol, max_iter)
         return Scheme(_init(prob, startup), step, _observe(prob, self.scheme == "gni"))
 
 
