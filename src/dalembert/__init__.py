@@ -14,7 +14,7 @@ from . import errors, lie, linalg, methods
 from ._cache import clear_caches
 from .errors import (ConstraintViolationError, ConvergenceError, DalembertError, InputError,
                      UnknownNameError)
-from .systems import (AlmostPoissonSystem, EulerPoincareSuslovSystem, LeftInvariantSystem,
+from .systems import (AlmostPoissonSystem, EulerPoincareSuslovSystem, HeavyBodySystem, LeftInvariantSystem,
                       NonholonomicSystem, ReducedSystem, SystemKind, almost_poisson)
 from .trajectory import Trajectory, load
 from .engine import Ensemble, configure, ensemble, integrate, resume, solve, sweep
@@ -25,7 +25,7 @@ from .sympy_models import from_sympy
 
 __all__ = [
     "NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson", "EulerPoincareSuslovSystem",
-    "LeftInvariantSystem", "ReducedSystem", "SystemKind",
+    "LeftInvariantSystem", "HeavyBodySystem", "ReducedSystem", "SystemKind",
     "integrate", "resume", "solve", "sweep", "ensemble", "Ensemble", "RunInterrupted", "configure", "clear_caches",
     "Trajectory", "load", "methods", "models", "convergence", "from_sympy", "lie", "linalg", "errors",
     "DalembertError", "InputError", "ConstraintViolationError", "ConvergenceError",

@@ -1,4 +1,7 @@
-"""Integrators for the Euler–Poincaré–Suslov equations on SO(3) (Jiménez–Scheurle 2015).
+"""Integrators for the Euler–Poincaré–Suslov equations on SO(3) (Jiménez–Scheurle 2015), and on
+any matrix Lie group of :mod:`dalembert.lie.groups` (``EulerPoincareSuslovSystem(..., group=G)``:
+(𝕀ω) × ω becomes ad*_ω(𝕀ω), hat/Cayley/exp and dτ⁻¹ those of G, "3" below dim G; the Newton
+Jacobians are then taken by autodiff).
 
 Spec: the restatement §2.4–§2.6. All schemes act on an
 :class:`~dalembert.systems.euler_poincare_suslov.EulerPoincareSuslovSystem` (𝕀 ω̇ = 𝕀ω×ω + Aᵀλ,
@@ -83,11 +86,24 @@ def is_quadratic(system):
     return getattr(system, "quadratic", True)
 
 
-def _reconstruct(tau, reconstruction):
+def _retraction(system, retraction):
+    """The retraction of the system's group: SO(3)'s closed forms (a name or a Retraction), or
+    another group's Cayley / exponential map (a name)."""
+    if getattr(system, "is_so3", True):
+        return get_retraction(retraction)
+    if not isinstance(retraction, str):
+        raise InputError(f"{system.name} is on {system.group.name}: retraction must be 'cayley' or "
+                         f"'exponential'; got {retraction!r}")
+    from .reduced_gni import group_retraction
+    return group_retraction(system.group, retraction)
+
+
+def _reconstruct(tau, reconstruction, system=None):
+    mm = so3.matmul if getattr(system, "is_so3", True) else jnp.matmul
     if reconstruction == "left":
-        return lambda R, w0, w1, h: so3.matmul(R, tau.tau(h * w0))
+        return lambda R, w0, w1, h: mm(R, tau.tau(h * w0))
     if reconstruction == "midpoint":
-        return lambda R, w0, w1, h: so3.matmul(R, tau.tau(0.5 * h * (w0 + w1)))
+        return lambda R, w0, w1, h: mm(R, tau.tau(0.5 * h * (w0 + w1)))
     raise InputError(f"reconstruction must be 'left' (the paper's, S5) or 'midpoint' (S6); got "
                      f"{reconstruction!r}")
 
@@ -126,8 +142,8 @@ class DREPS(Method):
     def build(self, system, x0=None, *, retraction="cayley", reconstruction="left",
               multiplier="node") -> Scheme:
         _check_system(system, self.name)
-        tau = get_retraction(retraction)
-        recon = _reconstruct(tau, reconstruction)
+        tau = _retraction(system, retraction)
+        recon = _reconstruct(tau, reconstruction, system)
         phi = {"euler": euler_step, "rk4": rk4_step}[self.one_step]
         if multiplier not in ("node", "rk4-predictor"):
             raise InputError(f"multiplier must be 'node' or 'rk4-predictor'; got {multiplier!r}")
@@ -159,7 +175,7 @@ def _solve_newton(F, J, x0, rtol, max_iter):
 
 
 def _block(J11, A):
-    """[[J11 (3,3), −Aᵀ], [A, 0]] as a (3+m, 3+m) matrix (unknowns (ω_{k+1}, hμ))."""
+    """[[J11 (d, d), −Aᵀ], [A, 0]] as a (d+m, d+m) matrix (unknowns (ω_{k+1}, hμ))."""
     m = A.shape[0]
     top = jnp.concatenate([J11, -A.T], axis=1)
     bottom = jnp.concatenate([A, jnp.zeros((m, m))], axis=1)
@@ -177,11 +193,13 @@ class EPSMidpoint(Method):
     def build(self, system, x0=None, *, retraction="cayley", reconstruction="left",
               multiplier="node", rtol=RTOL, max_iter=MAX_ITER) -> Scheme:
         _check_system(system, self.name, needs_quadratic=True)
-        tau = get_retraction(retraction)
-        recon = _reconstruct(tau, reconstruction)
+        tau = _retraction(system, retraction)
+        recon = _reconstruct(tau, reconstruction, system)
         if multiplier not in ("node", "discrete"):
             raise InputError(f"multiplier must be 'node' or 'discrete'; got {multiplier!r}")
         I, A = system._I, system._A
+        d = A.shape[1]
+        so3_jacobian = getattr(system, "is_so3", True)
 
         def init(R0, omega0, h):
             R0 = jnp.asarray(R0, jnp.float64)
@@ -190,14 +208,13 @@ class EPSMidpoint(Method):
 
         def step(state, h):
             w0 = state.omega
-            Iw0 = so3.matvec(I, w0)
+            Iw0 = system.momentum(w0)
 
-            # unknowns (ω_{k+1}, hμ): the multiplier scaled by h keeps the Newton test meaningful
+            # unknowns (ω_{k+1}, hμ): the multiplier scaled by h keeps the Newton test meaningful;
+            # ad*_ω̄(𝕀ω̄) (= (𝕀ω̄) × ω̄ on SO(3)) is the system's euler_term
             def F(x):
-                w1, hmu = x[:3], x[3:]
-                wb = 0.5 * (w0 + w1)
-                Iwb = so3.matvec(I, wb)
-                r1 = so3.matvec(I, w1) - Iw0 - h * so3.cross(Iwb, wb) - linalg.vm(hmu, A)
+                w1, hmu = x[:d], x[d:]
+                r1 = system.momentum(w1) - Iw0 - h * system.euler_term(0.5 * (w0 + w1)) - linalg.vm(hmu, A)
                 return jnp.concatenate([r1, linalg.mv(A, w1)])
 
             def Jac(x):
@@ -206,8 +223,8 @@ class EPSMidpoint(Method):
                 return _block(J11, A)
 
             guess = jnp.concatenate([w0 + h * system.omega_dot(w0), h * system.multiplier(w0)])
-            x, info = _solve_newton(F, Jac, guess, rtol, max_iter)
-            w1 = x[:3]
+            x, info = _solve_newton(F, Jac if so3_jacobian else None, guess, rtol, max_iter)
+            w1 = x[:d]
             lam = system.multiplier(w1) if multiplier == "node" else x[3:] / h
             return EPSState(recon(state.R, w0, w1, h), w1, lam), info
 
@@ -218,8 +235,9 @@ class EPSMidpoint(Method):
 # S3: variational integrator (discrete EPS on the algebra through a retraction)
 # ---------------------------------------------------------------------------------------------
 def dual_momentum(tau, I, w, h):
-    """(dτ⁻¹_{h w})ᵀ 𝕀 w, shape (3,) — the discrete momentum of (P56) divided by h."""
-    return linalg.vm(so3.matvec(I, w), tau.dtau_inv(h * w))
+    """(dτ⁻¹_{h w})ᵀ 𝕀 w, shape (d,) — the discrete momentum of (P56) divided by h."""
+    Iw = so3.matvec(I, w) if w.shape == (3,) else linalg.mv(I, w)
+    return linalg.vm(Iw, tau.dtau_inv(h * w))
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,18 +251,20 @@ class EPSVariational(Method):
     def build(self, system, x0=None, *, retraction="cayley", reconstruction="left",
               multiplier="consistent", rtol=RTOL, max_iter=MAX_ITER) -> Scheme:
         _check_system(system, self.name)
-        tau = get_retraction(retraction)
-        recon = _reconstruct(tau, reconstruction)
+        tau = _retraction(system, retraction)
+        recon = _reconstruct(tau, reconstruction, system)
         if multiplier not in ("consistent", "paper59"):
             raise InputError(f"multiplier must be 'consistent' or 'paper59'; got {multiplier!r}")
         I, A = system._I, system._A
+        d = A.shape[1]
         AAt = A @ A.T
         quadratic = is_quadratic(system)
-        analytic = tau.name == "cayley" and system.symmetric and quadratic
+        analytic = (tau.name == "cayley" and system.symmetric and quadratic
+                    and getattr(system, "is_so3", True))
         if quadratic:
             dual = lambda w, h: dual_momentum(tau, I, w, h)                     # noqa: E731
             prev = lambda w, h: -dual_momentum(tau, I, -w, h)                   # noqa: E731
-            dmom = lambda w1, w0: so3.matvec(I, w1 - w0)                        # noqa: E731
+            dmom = lambda w1, w0: system.momentum(w1 - w0)                      # noqa: E731
         else:   # (P56) with ∇l: (dτ⁻¹_{±hω})ᵀ ∂l/∂ω(ω)
             dual = lambda w, h: linalg.vm(system.momentum(w), tau.dtau_inv(h * w))    # noqa: E731
             prev = lambda w, h: linalg.vm(system.momentum(w), tau.dtau_inv(-h * w))   # noqa: E731
@@ -261,7 +281,7 @@ class EPSVariational(Method):
 
             # unknowns (ω_{k+1}, hλ_{k+1})
             def F(x):
-                w1, hlam = x[:3], x[3:]
+                w1, hlam = x[:d], x[d:]
                 r1 = dual(w1, h) - rhs - linalg.vm(hlam, A)
                 return jnp.concatenate([r1, linalg.mv(A, w1)])
 
@@ -276,7 +296,7 @@ class EPSVariational(Method):
                 Jac = None
             guess = jnp.concatenate([w0 + h * system.omega_dot(w0), h * system.multiplier(w0)])
             x, info = _solve_newton(F, Jac, guess, rtol, max_iter)
-            w1, lam = x[:3], x[3:] / h
+            w1, lam = x[:d], x[d:] / h
             if multiplier == "paper59":
                 lam = lam - linalg.solve(AAt, linalg.mv(A, dmom(w1, w0))) / h
             return EPSState(recon(state.R, w0, w1, h), w1, lam), info

@@ -27,11 +27,13 @@ The three instances (:func:`problem` picks one from the system kind):
 * ``NonholonomicSystem`` → the pair groupoid Rⁿ × Rⁿ, L_d(q0, q1) any discrete Lagrangian
   (default the midpoint one: ``gni-midpoint``; with ``discrete_lagrangians.stormer_verlet``:
   ``nh-rattle``). Definition 4.1 / 6.1.
-* ``LieNonholonomicSystem`` (and through its view ``EulerPoincareSuslovSystem``) → the Lie group
-  SO(3) ⇉ {e}, L_d(W) = l_d(W) (default Moser–Veselov: ``lie-gni-mv``). With constant body
-  constraint covectors D ⊂ 𝔤 is left-invariant and this is the groupoid G ⇉ {e} itself; with
-  covectors A(R) depending on R it is the action groupoid G × G ⇉ G (the pair groupoid of G in
-  left-trivialised arrows), evaluated as the same product with R carried along.
+* ``LieNonholonomicSystem`` and ``EulerPoincareSuslovSystem`` → the Lie group G ⇉ {e}, L_d(W) =
+  l_d(W) (default Moser–Veselov on SO(3): ``lie-gni-mv``; on another group of an
+  ``EulerPoincareSuslovSystem(..., group=G)``, l_d(W) = (1/2h) τ⁻¹(W)ᵀ𝕀τ⁻¹(W) — the Lie-group GNI
+  of FIMdD 2008 §4 on G). With constant body constraint covectors D ⊂ 𝔤 is left-invariant and this
+  is the groupoid G ⇉ {e} itself; with covectors A(R) depending on R it is the action groupoid
+  G × G ⇉ G (the pair groupoid of G in left-trivialised arrows), evaluated as the same product
+  with R carried along.
 * ``ReducedSystem`` → the Atiyah groupoid M × M × G ⇉ M with the retracted l_d of §7
   (``reduced-gni``, ``lie-gni``), L_d(x0, x1, W) = l_d(x0, x1, τ⁻¹(W)). When the metric, the
   potential or the constraints depend on R (the tilting disk, the sphere's rolling constraint),
@@ -168,8 +170,7 @@ def problem(system, *, discrete_lagrangian=None, retraction: str = "cayley") -> 
     if "nonholonomic" in kinds:
         return _pair_problem(system, discrete_lagrangian)
     if "euler-poincare-suslov" in kinds or "lie-nonholonomic" in kinds:
-        from .lie_gni import _as_lie_system
-        return _lie_group_problem(_as_lie_system(system, "groupoid"), discrete_lagrangian, retraction)
+        return _lie_group_problem(system, discrete_lagrangian, retraction)
     if "reduced" in kinds:
         return _atiyah_problem(system, discrete_lagrangian, retraction)
     raise InputError(f"the groupoid methods integrate nonholonomic, lie-nonholonomic and reduced systems; "
@@ -195,23 +196,42 @@ def pair_problem(system, L_d) -> GroupoidProblem:
 
 
 def _lie_group_problem(system, discrete_lagrangian, retraction):
+    """A LieNonholonomicSystem (SO(3), covectors A(R)) or an EulerPoincareSuslovSystem (constant A,
+    any matrix Lie group) on the Lie group G ⇉ {e}. Default l_d: Moser–Veselov on SO(3), else
+    l_d(W) = (1/2h) τ⁻¹(W)ᵀ𝕀τ⁻¹(W) with the chosen retraction τ."""
     from ..lie import groups
     from .lie_gni import LieDiscreteLagrangian, moser_veselov
     from .reduced_gni import group_retraction
-    ld = discrete_lagrangian if discrete_lagrangian is not None else moser_veselov
-    l_d = ld.build(system.inertia)["l_d"] if isinstance(ld, LieDiscreteLagrangian) else ld
-    SO3 = groups.group("SO(3)")
+    if not getattr(system, "quadratic", True) or not getattr(system, "symmetric", True):
+        raise InputError(f"groupoid-gni needs the metric of a quadratic l(ω) = ½ωᵀ𝕀ω with a symmetric 𝕀; "
+                         f"system {system.name!r} has none. Use dreps-euler, dreps-rk4 or eps-variational")
+    group = getattr(system, "group", None) or groups.group("SO(3)")
+    so3_group = group.name == "SO(3)"
+    tau = group_retraction(None if so3_group else group, retraction)
     inertia = jnp.asarray(system.inertia, jnp.float64)
+    if discrete_lagrangian is None and so3_group:
+        discrete_lagrangian = moser_veselov
+    if discrete_lagrangian is None:
+        def l_d(W, h):
+            c = tau.inverse(W)
+            return 0.5 * jnp.sum(c * linalg.mv(inertia, c)) / h
+    elif isinstance(discrete_lagrangian, LieDiscreteLagrangian):
+        l_d = discrete_lagrangian.build(system.inertia)["l_d"]
+    else:
+        l_d = discrete_lagrangian
+    eps = "euler-poincare-suslov" in type(system).kinds()
+    A_fn = (lambda R: system._A) if eps else system.constraint_covectors
 
     def constraint(x, R):
-        A = system.constraint_covectors(R)
+        A = A_fn(R)
         return A, jnp.zeros(A.shape[0])
 
     def initial(R0, omega0):
-        return point(), R0, system.momentum(omega0), system.multiplier(R0, omega0)
+        lam = system.multiplier(omega0) if eps else system.multiplier(R0, omega0)
+        return point(), R0, system.momentum(omega0), lam
 
     return GroupoidProblem(
-        LieGroupGroupoid(SO3, group_retraction(None, retraction)), lambda W, R, h: l_d(W, h),
+        LieGroupGroupoid(group, tau), lambda W, R, h: l_d(W, h),
         lambda x, R: inertia, constraint, initial,
         lambda x, R, pbar, u, lam: {"R": R, "omega": u, "mu": pbar, "lam": lam})
 
@@ -324,7 +344,7 @@ class GroupoidMethod(Method):
         return Scheme(_init(prob, startup), step, _observe(prob, self.scheme == "gni"))
 
 
-_KINDS = ("nonholonomic", "lie-nonholonomic", "reduced")
+_KINDS = ("nonholonomic", "lie-nonholonomic", "euler-poincare-suslov", "reduced")
 
 METHODS = (
     GroupoidMethod(

@@ -3,10 +3,10 @@ from .kind import NoReferenceError, SystemKind, register_view, views
 from .nonholonomic import NonholonomicSystem
 from .almost_poisson import AlmostPoissonSystem
 from .reduction import almost_poisson
-from .euler_poincare_suslov import EulerPoincareSuslovSystem, LeftInvariantSystem
+from .euler_poincare_suslov import EulerPoincareSuslovSystem, HeavyBodySystem, LeftInvariantSystem
 from .lie_nonholonomic import LieNonholonomicSystem
 from .reduced import ReducedSystem
 
 __all__ = ["SystemKind", "NoReferenceError", "register_view", "views", "NonholonomicSystem",
            "AlmostPoissonSystem", "almost_poisson", "EulerPoincareSuslovSystem",
-           "LeftInvariantSystem", "LieNonholonomicSystem", "ReducedSystem"]
+           "LeftInvariantSystem", "HeavyBodySystem", "LieNonholonomicSystem", "ReducedSystem"]

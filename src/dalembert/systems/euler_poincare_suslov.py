@@ -30,12 +30,12 @@ from ..lie import so3
 from .kind import SystemKind
 
 
-def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool):
-    """(𝕀 as a NumPy (3, 3) array, whether it is symmetric), checked: finite, symmetric unless
+def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool, d: int = 3):
+    """(𝕀 as a NumPy (d, d) array, whether it is symmetric), checked: finite, symmetric unless
     allowed, positive definite symmetric part. Raises SystemError_."""
     I = np.asarray(inertia, dtype=float)
-    if I.shape != (3, 3):
-        raise SystemError_(f"{name}: inertia must have shape (3, 3); got {I.shape}")
+    if I.shape != (d, d):
+        raise SystemError_(f"{name}: inertia must have shape ({d}, {d}); got {I.shape}")
     if not np.all(np.isfinite(I)):
         raise SystemError_(f"{name}: inertia has non-finite entries")
     asym = float(np.max(np.abs(I - I.T)))
@@ -62,10 +62,16 @@ class EulerPoincareSuslovSystem(SystemKind):
     name : label used in trajectories and reports.
     allow_nonsymmetric : accept a non-symmetric 𝕀 (used literally; see module doc). Its symmetric
         part must still be positive definite.
+    group : None (SO(3)) or a :class:`~dalembert.lie.groups.MatrixLieGroup` of dimension d (e.g.
+        ``dl.lie.SO(4)``, ``dl.lie.SE(2)``): the Euler–Poincaré–Suslov equations on G,
+        𝕀ω̇ = ad*_ω(𝕀ω) + Aᵀλ, Aω = 0, Ṙ = R ω̂ (ω ∈ 𝔤 in the group's hat basis; on SO(3)
+        ad*_ω(𝕀ω) = (𝕀ω) × ω). Then inertia is (d, d), the covectors (m, d) with 1 ≤ m < d, R0 an
+        (N, N) element of G; ``dreps-*``, ``eps-midpoint`` and ``eps-variational`` integrate it
+        with the group's Cayley or exponential map; the SO(3)-only methods refuse it.
 
     Attributes
     ----------
-    inertia (3, 3), A (m, 3), m, state_names = ("R0", "omega0").
+    inertia (d, d), A (m, d), m, group, dim (d), state_names = ("R0", "omega0").
 
     Raises
     ------
@@ -79,24 +85,33 @@ class EulerPoincareSuslovSystem(SystemKind):
     path_array = "omega"
 
     def __init__(self, inertia, constraint_vectors, name: str = "euler-poincare-suslov", *,
-                 allow_nonsymmetric: bool = False):
+                 allow_nonsymmetric: bool = False, group=None):
+        from ..lie.groups import MatrixLieGroup, SO
+        group = SO(3) if group is None else group
+        if not isinstance(group, MatrixLieGroup):
+            raise SystemError_(f"{name}: group must be a dalembert.lie.groups.MatrixLieGroup (e.g. "
+                               f"dl.lie.SO(4)); got {group!r}")
+        self.group = group
+        self.is_so3 = group.name == "SO(3)"
+        d = self.dim = group.dim
         if linalg.traced(inertia):
             # a parameter under jax.grad/vmap: its values cannot be checked here (check them
             # with a concrete system); taken as symmetric unless allow_nonsymmetric
             I = jnp.asarray(inertia, jnp.float64)
-            if I.shape != (3, 3):
-                raise SystemError_(f"{name}: inertia must have shape (3, 3); got {I.shape}")
+            if I.shape != (d, d):
+                raise SystemError_(f"{name}: inertia must have shape ({d}, {d}); got {I.shape}")
             symmetric = not allow_nonsymmetric
         else:
-            I, symmetric = _checked_inertia(inertia, name, allow_nonsymmetric)
+            I, symmetric = _checked_inertia(inertia, name, allow_nonsymmetric, d)
         A = np.asarray(constraint_vectors, dtype=float)
         if A.ndim == 1:
             A = A[None, :]
-        if A.ndim != 2 or A.shape[1] != 3:
-            raise SystemError_(f"{name}: constraint_vectors must have shape (3,) or (m, 3); got {A.shape}")
+        if A.ndim != 2 or A.shape[1] != d:
+            raise SystemError_(f"{name}: constraint_vectors must have shape ({d},) or (m, {d}); got {A.shape}")
         m = A.shape[0]
-        if not 1 <= m <= 2:
-            raise SystemError_(f"{name}: need 1 or 2 constraint vectors (m = 3 leaves only ω = 0); got {m}")
+        if not 1 <= m <= d - 1:
+            raise SystemError_(f"{name}: need 1 to {d - 1} constraint vectors (m = {d} leaves only ω = 0); "
+                               f"got {m}")
         if not np.all(np.isfinite(A)):
             raise SystemError_(f"{name}: constraint_vectors have non-finite entries")
         norms = np.linalg.norm(A, axis=1)
@@ -121,18 +136,22 @@ class EulerPoincareSuslovSystem(SystemKind):
         self._A = jnp.asarray(A)
         # λ(ω) = K (𝕀ω × ω), K = −C⁻¹A𝕀⁻¹ (m, 3);  ω̇ = Pf (𝕀ω × ω), Pf = P 𝕀⁻¹ (3, 3)
         self._K = jnp.asarray(-Cinv @ A @ Iinv)
-        P = xp.eye(3) - Iinv @ A.T @ Cinv @ A
+        P = xp.eye(d) - Iinv @ A.T @ Cinv @ A
         self._P = jnp.asarray(P)
         self._Pf = jnp.asarray(P @ Iinv)
         self.projector = P       #: (3, 3) the 𝕀-orthogonal projector onto 𝔤^D = ker A
 
     def __repr__(self):
-        return f"<EulerPoincareSuslovSystem {self.name}: m = {self.m}>"
+        on = "" if self.is_so3 else f" on {self.group.name}"
+        return f"<EulerPoincareSuslovSystem {self.name}{on}: m = {self.m}>"
 
-    # --- the continuous model (jit-able; vectors (3,), no batching) ----------------------------
+    def _mv(self, M, v):
+        return so3.matvec(M, v) if self.is_so3 else linalg.mv(M, v)
+
+    # --- the continuous model (jit-able; vectors (d,), no batching; d = 3 on SO(3)) -------------
     def momentum(self, omega):
-        """Body angular momentum ∂l/∂ω = 𝕀ω.  (3,) -> (3,)."""
-        return so3.matvec(self._I, omega)
+        """Body angular momentum ∂l/∂ω = 𝕀ω.  (d,) -> (d,)."""
+        return self._mv(self._I, omega)
 
     def energy(self, omega):
         """E(ω) = ½ ωᵀ𝕀ω (scalar)."""
@@ -143,8 +162,10 @@ class EulerPoincareSuslovSystem(SystemKind):
         return jnp.sum(self._A * omega[None, :], axis=-1)
 
     def euler_term(self, omega):
-        """ad*_ω(𝕀ω) = (𝕀ω) × ω, shape (3,)."""
-        return so3.cross(self.momentum(omega), omega)
+        """ad*_ω(𝕀ω) (= (𝕀ω) × ω on SO(3)), shape (d,)."""
+        if self.is_so3:
+            return so3.cross(self.momentum(omega), omega)
+        return self.group.ad_star(omega, self.momentum(omega))
 
     def multiplier(self, omega):
         """The continuous multiplier λ(ω) = −C⁻¹ A 𝕀⁻¹((𝕀ω) × ω), shape (m,)  (P45), (P68)."""
@@ -152,23 +173,26 @@ class EulerPoincareSuslovSystem(SystemKind):
 
     def omega_dot(self, omega):
         """The EPS vector field on 𝔤^D, ω̇ = h(ω) = P 𝕀⁻¹((𝕀ω) × ω), shape (3,)  (P44), (P69)."""
-        return so3.matvec(self._Pf, self.euler_term(omega))
+        return self._mv(self._Pf, self.euler_term(omega))
 
     def project(self, omega):
-        """𝕀-orthogonal projection of ω onto 𝔤^D = {A ω = 0}, shape (3,)."""
-        return so3.matvec(self._P, omega)
+        """𝕀-orthogonal projection of ω onto 𝔤^D = {A ω = 0}, shape (d,)."""
+        return self._mv(self._P, omega)
 
     def reconstruction(self, R, omega):
-        """Ṙ = R hat(ω), shape (3, 3)."""
-        return so3.matmul(R, so3.hat(omega))
+        """Ṙ = R hat(ω), shape (N, N)."""
+        if self.is_so3:
+            return so3.matmul(R, so3.hat(omega))
+        return R @ self.group.hat(omega)
 
     def vector_field(self, R, omega):
         """(Ṙ, ω̇) of the reduced-plus-reconstruction ODE."""
         return self.reconstruction(R, omega), self.omega_dot(omega)
 
     def spatial_velocity(self, R, omega):
-        """Spatial angular velocity R ω (used to compare velocities at different base points)."""
-        return so3.matvec(R, omega)
+        """Spatial angular velocity R ω (Ad_R ω off SO(3); used to compare velocities at
+        different base points)."""
+        return so3.matvec(R, omega) if self.is_so3 else linalg.mv(self.group.Ad(R), omega)
 
     # --- the system-kind protocol used by the engine -------------------------------------------
     def check_initial_state(self, R0, omega0, *, project: bool = False, tol: float = 1e-10):
@@ -186,13 +210,19 @@ class EulerPoincareSuslovSystem(SystemKind):
         """
         R = np.asarray(R0, dtype=float)
         w = np.asarray(omega0, dtype=float)
-        if R.shape != (3, 3):
-            raise InputError(f"R0 must have shape (3, 3); got {R.shape}")
-        if w.shape != (3,):
-            raise InputError(f"omega0 must have shape (3,); got {w.shape}")
+        N, d = self.group.matrix_size, self.dim
+        if R.shape != (N, N):
+            raise InputError(f"R0 must have shape ({N}, {N}); got {R.shape}")
+        if w.shape != (d,):
+            raise InputError(f"omega0 must have shape ({d},); got {w.shape}")
         if not (np.all(np.isfinite(R)) and np.all(np.isfinite(w))):
             raise InputError("R0 and omega0 must be finite")
-        bad_rotation = so3.rotation_check(R, tol)
+        if not self.is_so3:
+            defect = float(self.group.membership_defect(jnp.asarray(R)))
+            if defect > tol:
+                raise InputError(f"R0 is not an element of {self.group.name}: membership defect "
+                                 f"{defect:.3g} (tolerance {tol:g})")
+        bad_rotation = so3.rotation_check(R, tol) if self.is_so3 else ""
         if bad_rotation:
             det = float(np.linalg.det(R))
             if project and det > 0:
@@ -215,11 +245,13 @@ class EulerPoincareSuslovSystem(SystemKind):
 
     def diagnostics(self, obs: dict) -> dict:
         """Node diagnostics from an observation {R, omega, ...}: energy ½ωᵀ𝕀ω (scalar),
-        constraint_residual A ω (m,), and orthogonality_defect |I − RᵀR|_F (scalar)."""
+        constraint_residual A ω (m,), and orthogonality_defect |I − RᵀR|_F (scalar; off SO(3) the
+        group's membership defect)."""
         out = {"energy": self.energy(obs["omega"]),
                "constraint_residual": self.constraint_residual(obs["omega"])}
         if "R" in obs:
-            out["orthogonality_defect"] = so3.orthogonality_defect(obs["R"])
+            out["orthogonality_defect"] = (so3.orthogonality_defect(obs["R"]) if self.is_so3
+                                           else self.group.membership_defect(obs["R"]))
         return out
 
     def reference_diagnostics(self, R, omega) -> dict:
@@ -254,6 +286,9 @@ class LeftInvariantSystem(EulerPoincareSuslovSystem):
     constraint_vectors : (3,) or (m, 3), m ∈ {1, 2}: the body covectors a^α (as for
         EulerPoincareSuslovSystem).
     name : label;  quadratic : None (detect) or bool.
+    potential : None, or a traceable callable R (3, 3) -> scalar V(R) (J): a heavy body. The
+        constructor then returns a :class:`HeavyBodySystem` (its own kind; the methods for the
+        Euler–Poincaré–Suslov equations, which have no R in them, refuse it).
 
     Attributes
     ----------
@@ -267,8 +302,14 @@ class LeftInvariantSystem(EulerPoincareSuslovSystem):
 
     kind = "left-invariant"
 
+    def __new__(cls, *args, potential=None, **kwargs):
+        # a potential breaks the left invariance: the system is then a HeavyBodySystem (its own kind)
+        if potential is not None and cls is LeftInvariantSystem:
+            cls = HeavyBodySystem
+        return super().__new__(cls)
+
     def __init__(self, reduced_lagrangian, constraint_vectors, name: str = "left-invariant", *,
-                 quadratic: bool | None = None):
+                 quadratic: bool | None = None, potential=None):
         import jax
 
         if not callable(reduced_lagrangian):
@@ -332,3 +373,89 @@ class LeftInvariantSystem(EulerPoincareSuslovSystem):
         IAt = linalg.cho_solve(L, self._A.T)                        # 𝕀(ω)⁻¹ Aᵀ (3, m)
         lam = -linalg.solve_spd(linalg.mm(self._A, IAt), linalg.mv(self._A, f))
         return f + linalg.mv(IAt, lam), lam
+
+
+class HeavyBodySystem(LeftInvariantSystem):
+    """A rigid body on SO(3) with a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω, constant body
+    constraint covectors A and a potential V(R): a heavy (e.g. gravitating) nonholonomic body.
+
+    Built by ``LeftInvariantSystem(l, A, potential=V)``. The potential breaks the left invariance,
+    so the ω equation no longer closes (Jiménez–Scheurle 2015 §1.2 with the potential term of the
+    Lagrange–d'Alembert principle): with the left-trivialised gradient ∇_R V
+    (⟨∇_R V, η⟩ = d/ds V(R exp(sη̂))|₀),
+
+        𝕀ω̇ = (𝕀ω) × ω − ∇_R V(R) + Aᵀλ,   Aω = 0,   Ṙ = R hat(ω)
+
+    (for V = mg⟨e₃, Rχ⟩, χ the centre of mass in the body: −∇_R V = mg γ × χ, γ = Rᵀe₃, the heavy
+    top). The energy ½ωᵀ𝕀ω + V(R) is conserved.
+
+    Methods: it is of kind ``"heavy-body"``, integrated through the registered view as the
+    :class:`~dalembert.systems.reduced.ReducedSystem` on SO(3) with n = 0 (metric 𝕀, constraint
+    matrix A, potential V(x, R) = V(R), left trivialization): ``lie-gni``, ``reduced-gni``,
+    ``groupoid-gni``, ``reference`` (state ``R0, omega0``; the nodes report ξ = ω as ``xi`` and
+    the shape arrays x, ẋ empty).
+
+    Raises SystemError_ for a non-quadratic l or a potential that is not a scalar function of R.
+    """
+
+    kind = "heavy-body"
+
+    @classmethod
+    def kinds(cls) -> tuple:
+        """Only ``("heavy-body",)``: the Euler–Poincaré–Suslov methods must not take it."""
+        return ("heavy-body",)
+
+    def __init__(self, reduced_lagrangian, constraint_vectors, name: str = "heavy-body", *,
+                 quadratic: bool | None = None, potential=None):
+        super().__init__(reduced_lagrangian, constraint_vectors, name, quadratic=quadratic)
+        if not self.quadratic:
+            raise SystemError_(f"{name}: a potential needs a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω "
+                               "(the Lie-group GNIs that integrate a heavy body use the metric 𝕀)")
+        if not callable(potential):
+            raise SystemError_(f"{name}: potential must be a callable R (3, 3) -> scalar")
+        try:
+            v = jnp.asarray(potential(jnp.eye(3)))
+        except Exception as exc:  # noqa: BLE001 — report the user's function failing, with its message
+            raise SystemError_(f"{name}: potential could not be evaluated at R = I: {exc}") from exc
+        if v.shape != () or not np.isfinite(float(v)):
+            raise SystemError_(f"{name}: potential must return a finite scalar; got {v!r}")
+        self.potential = potential
+
+    def __repr__(self):
+        return f"<HeavyBodySystem {self.name}: m = {self.m}, potential V(R)>"
+
+    def total_energy(self, R, omega):
+        """½ωᵀ𝕀ω + V(R) (J)."""
+        return self.energy(omega) + self.potential(R)
+
+    def as_reduced(self):
+        """The same system as a ReducedSystem on SO(3) with n = 0 (cached)."""
+        from .reduced import ReducedSystem
+        from .._cache import cached
+        V = self.potential
+        return cached(self, "reduced view", lambda: ReducedSystem(
+            np.asarray(self.inertia), np.asarray(self.A), potential=lambda x, R: V(R),
+            trivialization="left", name=self.name))
+
+    def reference_solution(self, R0, omega0, *, t, rtol: float = 1e-13, atol: float = 1e-13) -> dict:
+        """R (N, 3, 3), omega (N, 3), lam (N, m) and energy (N,) at times t (DOP853 on the
+        ReducedSystem equations of :meth:`as_reduced`)."""
+        ref = self.as_reduced().reference_solution(np.zeros(0), R0, np.zeros(0), omega0, t=t, rtol=rtol, atol=atol)
+        out = {"R": ref["R"], "omega": ref["xi"]}
+        out.update({k: ref[k] for k in ("lam", "energy") if k in ref})
+        return out
+
+
+def _heavy_view_system(body, R0=None, omega0=None):
+    return body.as_reduced()
+
+
+def _heavy_view_state(reduced, R0, omega0):
+    z = jnp.zeros((0,), jnp.float64)
+    return (z, R0, z, omega0)
+
+
+from .kind import register_view  # noqa: E402
+
+register_view("heavy-body", "reduced", _heavy_view_system, _heavy_view_state,
+              "a heavy body (R, ω) as the ReducedSystem on SO(3) with n = 0 and the potential V(R)")

@@ -126,7 +126,7 @@ class ReducedSystem(SystemKind):
         self.group = group
         self.is_so3 = group.name == "SO(3)"
         d = self.group_dim = group.dim
-        min_n = 1 if self.is_so3 else 0
+        min_n = 0
         if trivialization not in _TRIVIALIZATIONS:
             raise SystemError_(f"{name}: unknown trivialization {trivialization!r}; choose from: left, right")
         self.trivialization = trivialization
