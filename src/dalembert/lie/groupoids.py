@@ -38,10 +38,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-#: the (empty) base point of a Lie group seen as a groupoid over one point
-_POINT = jnp.zeros((0,), jnp.float64)
-
-
 class LieGroupoid:
     """The interface (see the module doc). Subclasses implement every method but :meth:`anchor`."""
 
@@ -133,10 +129,10 @@ class LieGroupGroupoid(LieGroupoid):
         return self.group.dim
 
     def source(self, g):
-        return _POINT
+        return point()
 
     def target(self, g):
-        return _POINT
+        return point()
 
     def multiply(self, g, k):
         return g @ k
@@ -204,5 +200,6 @@ class AtiyahGroupoid(LieGroupoid):
 
 
 def point() -> Any:
-    """The base point of a :class:`LieGroupGroupoid` (an empty float64 array)."""
-    return _POINT
+    """The base point of a :class:`LieGroupGroupoid` (an empty float64 array; made on each call:
+    no JAX array is created when the module is imported)."""
+    return jnp.zeros((0,), jnp.float64)
