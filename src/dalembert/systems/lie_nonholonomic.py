@@ -222,9 +222,9 @@ def _view_system(eps, R0=None, omega0=None):
     from .._cache import cached
     if not getattr(eps, "is_so3", True):
         raise InputError(f"the Lie-group GNI (lie-gni-mv, lie-gni-cayley) is written on SO(3); system "
-                         f"{eps.name!r} is on {eps.group.name}. Use dreps-euler, dreps-rk4, eps-midpoint or "
-                         f"eps-variational, or write it as a ReducedSystem(..., group=...) with n = 0 for "
-                         f"lie-gni, reduced-gni and groupoid-gni")
+                         f"{eps.name!r} is on {eps.group.name}. groupoid-gni is the Lie-group GNI on any "
+                         f"group (Cayley discrete Lagrangian); or use dreps-euler, dreps-rk4, eps-midpoint, "
+                         f"eps-variational")
     if not getattr(eps, "quadratic", True):
         raise InputError(f"the Lie-group GNI needs a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω (the "
                          f"reflection uses the metric 𝕀 and l_d is built from it); system "
