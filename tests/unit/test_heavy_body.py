@@ -83,12 +83,12 @@ def test_continuous_equations_match_the_heavy_top_form():
 
 
 def test_lie_gni_order_constraint_and_long_run_energy():
-    """lie-gni: order 2 in ω and γ at t = 5. Over t = 200 (h = 0.01, save_every 7), from both states
+    """lie-gni: order 2 in ω and γ at t = 5. Over t = 150 (h = 0.01, save_every 7), from both states
     on one system object: groupoid-dla (the DLA on the Atiyah groupoid of SO(3), n = 0) keeps the
     constraint to round-off and its energy error below 1e-4 E; lie-gni keeps the constraint, and its
     energy error stays below 1e-3 E unless the monitor reports the reflection scheme's parasitic
-    mode (measured: from the first state the mode starts near t = 127 and the energy error reaches
-    1.9e-2; from the second 1.0e-4)."""
+    mode (measured over t = 200: from the first state the mode starts near t = 127 and the energy
+    error reaches 1.9e-2; from the second 1.0e-4)."""
     R0, w0 = STATES[0]
     w_ex, g_ex = _numpy_reference(R0, w0, np.array([0.0, 5.0]))
     hs, ew, eg = [0.04, 0.02, 0.01], [], []
@@ -103,9 +103,9 @@ def test_lie_gni_order_constraint_and_long_run_energy():
         for R0, w0 in STATES:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", ParasiticModeWarning)
-                tr = dl.integrate(BODY, method, R0=R0, omega0=w0, h=0.01, t_final=200.0, save_every=7,
+                tr = dl.integrate(BODY, method, R0=R0, omega0=w0, h=0.01, t_final=150.0, save_every=7,
                                   progress=False)
-            assert tr.metadata["n_steps"] == 20000
+            assert tr.metadata["n_steps"] == 15000
             w, _ = _omega_gamma(tr)
             assert np.max(np.abs(w @ A)) <= 1e-13
             R = np.asarray(tr.extra["R"] if "R" in tr.extra else tr.R)

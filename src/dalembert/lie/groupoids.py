@@ -75,6 +75,16 @@ class LieGroupoid:
         """The reconstruction variable after the arrow g (R itself where there is none)."""
         return R
 
+    def newton_coordinates(self, x, z):
+        """The unknown y of the integrator's Newton solve for the chart coordinate z (default y = z;
+        the pair groupoid solves for the new point q1 = x + z, so that the convergence test is
+        relative to the size of the configuration, as it was for the GNI on Rⁿ)."""
+        return z
+
+    def arrow_from(self, x, y):
+        """The arrow of the Newton unknown y (the inverse of :meth:`newton_coordinates`)."""
+        return self.chart(x, y)
+
     def anchor(self, x, a):
         """ρ(a) = d/ds β(e_x(s a))|₀ ∈ T_xQ for a (d,) — by forward-mode autodiff."""
         return jax.jvp(lambda s: self.target(self.chart(x, s * a)), (jnp.zeros(()),), (jnp.ones(()),))[1]
@@ -112,6 +122,12 @@ class PairGroupoid(LieGroupoid):
 
     def chart_inverse(self, g):
         return g[1] - g[0]
+
+    def newton_coordinates(self, x, z):
+        return x + z
+
+    def arrow_from(self, x, y):
+        return (x, y)
 
 
 class LieGroupGroupoid(LieGroupoid):
@@ -194,6 +210,12 @@ class AtiyahGroupoid(LieGroupoid):
 
     def chart_inverse(self, g):
         return jnp.concatenate([g[1] - g[0], self.retraction.inverse(g[2])])
+
+    def newton_coordinates(self, x, z):
+        return jnp.concatenate([x + z[:self.n], z[self.n:]])
+
+    def arrow_from(self, x, y):
+        return (x, y[:self.n], self.retraction.tau(y[self.n:]))
 
     def reconstruct(self, R, g):
         return self._product(R, g[2])

@@ -15,7 +15,8 @@ used by every GNI here), and with the affine term of Definition 6.1 / (38) carri
 constraint's right-hand side, μ(u) = ν; the paper's §8 states the linear case):
 
     1. target = (P − Q)* p⁺_k + 2 μᵀC⁻¹ν = p⁺_k − 2μᵀs,   s = C⁻¹(μ𝒢⁻¹p⁺_k − ν),  C = μ𝒢⁻¹μᵀ
-    2. solve FL⁻_d(e_{q_k}(z)) = target for z ∈ R^d (Newton, from z = h𝒢⁻¹ target), g_k = e_{q_k}(z)
+    2. solve FL⁻_d(e_{q_k}(z)) = target for z ∈ R^d (Newton, from z = h𝒢⁻¹ target; the unknown is
+       the groupoid's ``newton_coordinates``: q_{k+1} on the pair groupoid), g_k = e_{q_k}(z)
     3. q_{k+1} = β(g_k),  p⁺_{k+1} = FL⁺_d(g_k),  R_{k+1} = reconstruct(R_k, g_k).
 
 Every derivative is automatic (the Legendre maps are gradients of s ↦ L_d(translated arrow), the
@@ -286,9 +287,9 @@ def gni_step(prob: GroupoidProblem, rtol=RTOL, max_iter=MAX_ITER, reflect=None):
     def step(state, h):
         x, R, p = state
         target, solve = reflect(x, R, p)
-        res = newton(lambda z: fl_minus(prob, G.chart(x, z), R, h) - target,
-                     h * solve(target), rtol=rtol, max_iter=max_iter)
-        g = G.chart(x, res.x)
+        res = newton(lambda y: fl_minus(prob, G.arrow_from(x, y), R, h) - target,
+                     G.newton_coordinates(x, h * solve(target)), rtol=rtol, max_iter=max_iter)
+        g = G.arrow_from(x, res.x)
         return GroupoidState(G.target(g), G.reconstruct(R, g), fl_plus(prob, g, R, h)), StepInfo.of(res)
     return step
 
@@ -302,13 +303,13 @@ def _dla_step(prob: GroupoidProblem, rtol, max_iter):
         d, m = mu.shape[1], mu.shape[0]
 
         def F(y):
-            g = G.chart(x, y[:d])
+            g = G.arrow_from(x, y[:d])
             return jnp.concatenate([fl_minus(prob, g, R, h) - p + linalg.vm(y[d:], mu),
                                     discrete_constraint(prob, g, R, h)])
 
-        z0 = h * linalg.cho_solve(L, p - linalg.vm(s, mu))
-        res = newton(F, jnp.concatenate([z0, jnp.zeros(m)]), rtol=rtol, max_iter=max_iter)
-        g = G.chart(x, res.x[:d])
+        y0 = G.newton_coordinates(x, h * linalg.cho_solve(L, p - linalg.vm(s, mu)))
+        res = newton(F, jnp.concatenate([y0, jnp.zeros(m)]), rtol=rtol, max_iter=max_iter)
+        g = G.arrow_from(x, res.x[:d])
         return GroupoidState(G.target(g), G.reconstruct(R, g), fl_plus(prob, g, R, h)), StepInfo.of(res)
     return step
 

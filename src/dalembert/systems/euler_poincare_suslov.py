@@ -110,8 +110,8 @@ class EulerPoincareSuslovSystem(SystemKind):
             raise SystemError_(f"{name}: constraint_vectors must have shape ({d},) or (m, {d}); got {A.shape}")
         m = A.shape[0]
         if not 1 <= m <= d - 1:
-            raise SystemError_(f"{name}: need 1 to {d - 1} constraint vectors (m = {d} leaves only ω = 0); "
-                               f"got {m}")
+            raise SystemError_(f"{name}: need 1 {'or' if d == 3 else 'to'} {d - 1} constraint vectors "
+                               f"(m = {d} leaves only ω = 0); got {m}")
         if not np.all(np.isfinite(A)):
             raise SystemError_(f"{name}: constraint_vectors have non-finite entries")
         norms = np.linalg.norm(A, axis=1)
