@@ -3,6 +3,8 @@ the Chaplygin sleigh as an EPS system on SE(2) against the canonical model's exa
 the generalized Suslov problem on SO(4) against the reference of the same system written as a
 ReducedSystem (an independent formulation of the equations: ∇_R l and ad* there, the EPS
 projector here)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -48,8 +50,8 @@ def test_chaplygin_sleigh_as_eps_on_se2():
 
 def test_generalized_suslov_on_so4_orders_and_invariants():
     """The generalized Suslov problem on SO(4) (⟨e_1, ω⟩ = 0): the ω orders of dreps-rk4 (4),
-    eps-midpoint, eps-variational and groupoid-gni (the Lie-group GNI on SO(4) ⇉ {e}, Cayley l_d)
-    (2) at T = 2 against the reference of the ReducedSystem form;
+    eps-midpoint, and with DALEMBERT_FULL_CONFORMANCE=1 eps-variational and groupoid-gni (the
+    Lie-group GNI on SO(4) ⇉ {e}, Cayley l_d) (2; measured 1.99–2.01) at T = 2 against the reference of the ReducedSystem form;
     eps-midpoint keeps the energy exactly and the constraint to round-off over t = 100
     (save_every 9), g_k in SO(4)."""
     inertia = np.diag([1.0, 1.3, 1.7, 2.2, 2.9, 3.4]) + 0.05 * (np.ones((6, 6)) - np.eye(6))
@@ -60,7 +62,10 @@ def test_generalized_suslov_on_so4_orders_and_invariants():
     R0 = np.asarray(dl.lie.SO(4).exp(np.array([0.2, -0.1, 0.3, 0.1, 0.0, 0.25])))
     T = 2.0
     ref = reduced.reference_solution(np.zeros(0), R0, np.zeros(0), w0, t=np.array([0.0, T]))["xi"][-1]
-    for method, order in (("dreps-rk4", 4), ("eps-midpoint", 2), ("eps-variational", 2), ("groupoid-gni", 2)):
+    methods = [("dreps-rk4", 4), ("eps-midpoint", 2)]
+    if os.environ.get("DALEMBERT_FULL_CONFORMANCE", "").strip() == "1":   # 20 s more of compiling
+        methods += [("eps-variational", 2), ("groupoid-gni", 2)]
+    for method, order in methods:
         hs = [0.1, 0.05, 0.025]
         errs = [np.max(np.abs(dl.integrate(body, method, R0=R0, omega0=w0, h=h, t_final=T, save_every=10,
                                            progress=False).omega[-1] - ref)) for h in hs]

@@ -1,6 +1,8 @@
 """The GNI and the DLA on Lie groupoids (FJMdD 2015 §8): the groupoid axioms of the three
 instances, their discrete Legendre maps against the specialised closed forms, and whole runs of
 each instance against the specialised method it generalises (to round-off)."""
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -119,8 +121,14 @@ CASES = {
 }
 
 
+#: the quick suite runs these; DALEMBERT_FULL_CONFORMANCE=1 all of CASES
+QUICK = ("P2 (affine) nh-rattle", "P2 (affine) dla-midpoint", "P3 (affine) reduced-gni")
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_instances_reproduce_the_specialised_methods(case):
+    if case not in QUICK and os.environ.get("DALEMBERT_FULL_CONFORMANCE", "").strip() != "1":
+        pytest.skip("in the full suite (DALEMBERT_FULL_CONFORMANCE=1); the Legendre maps are compared above")
     """Each groupoid instance against the specialised method over a run of 300 steps, save_every 7:
     every node array agrees to ≤ 2e-11 (relative to max(1, |array|); measured ≤ 1.2e-11 over the
     models' default runs of 400–1000 steps, benchmarks/groupoid.py)."""
