@@ -27,7 +27,7 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from ..lie import so3
-from .kind import SystemKind
+from .kind import SystemKind, checked_group
 
 
 def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool, d: int = 3):
@@ -86,12 +86,7 @@ class EulerPoincareSuslovSystem(SystemKind):
 
     def __init__(self, inertia, constraint_vectors, name: str = "euler-poincare-suslov", *,
                  allow_nonsymmetric: bool = False, group=None):
-        from ..lie.groups import MatrixLieGroup, SO
-        group = SO(3) if group is None else group
-        if not isinstance(group, MatrixLieGroup):
-            raise SystemError_(f"{name}: group must be a dalembert.lie.groups.MatrixLieGroup (e.g. "
-                               f"dl.lie.SO(4)); got {group!r}")
-        self.group = group
+        self.group = group = checked_group(group, name)
         self.is_so3 = group.name == "SO(3)"
         d = self.dim = group.dim
         if linalg.traced(inertia):

@@ -45,6 +45,17 @@ def check_spd(M, label: str):
         raise SystemError_(f"{label} is not positive definite (eigenvalues {eig})")
 
 
+def checked_group(group, name: str):
+    """The matrix Lie group of a system: SO(3) for None, ``group`` itself if it is a
+    :class:`~dalembert.lie.groups.MatrixLieGroup`; raises SystemError_ naming the system otherwise."""
+    from ..lie.groups import SO, MatrixLieGroup
+    group = SO(3) if group is None else group
+    if not isinstance(group, MatrixLieGroup):
+        raise SystemError_(f"{name}: group must be a dalembert.lie.groups.MatrixLieGroup (e.g. dl.lie.SE(2)); "
+                           f"got {group!r}")
+    return group
+
+
 class NoReferenceError(InputError):
     """The system kind has no reference solution (use the model's exact solution, or another kind)."""
 

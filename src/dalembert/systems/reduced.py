@@ -41,8 +41,7 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemError_
 from ..lie import so3
-from ..lie.groups import MatrixLieGroup
-from .kind import SystemKind, check_spd
+from .kind import SystemKind, check_spd, checked_group
 
 _TRIVIALIZATIONS = ("left", "right")
 
@@ -117,13 +116,7 @@ class ReducedSystem(SystemKind):
     def __init__(self, metric, constraint_matrix, potential=None, constraint_rhs=None,
                  shape_dim=None, trivialization: str = "left", name: str = "reduced", group=None):
         self.name = str(name)
-        if group is None:
-            from ..lie.groups import SO
-            group = SO(3)
-        if not isinstance(group, MatrixLieGroup):
-            raise SystemError_(f"{name}: group must be a dalembert.lie.groups.MatrixLieGroup (e.g. dl.lie.SE(2)); "
-                               f"got {group!r}")
-        self.group = group
+        self.group = group = checked_group(group, name)
         self.is_so3 = group.name == "SO(3)"
         d = self.group_dim = group.dim
         min_n = 0
