@@ -69,7 +69,7 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         not give as linear functions of q̇ (write the model with u = q̇, or with kinematic equations
         linear in u); loads that are not a potential.
 
-    Source: the discrete mechanics of Ferraro–Jiménez–Martín de Diego 2015 §1–§2 need (G, V, μ);
+    Source: the discrete mechanics of Ferraro–Jiménez–Martín de Diego 2015 §2–§4 need (G, V, μ);
     SymPy's ``linear_eq_to_matrix`` and ``lambdify`` (modules="jax").
     """
     sympy, me = _sympy()

@@ -1,20 +1,21 @@
 """Plain NumPy per-step loops of the rolling-ball schemes: the baseline of the issue-5 benchmark.
 
-The *same* schemes as the compiled ones, written from the spec
-(the restatement) the way a careful NumPy user would: one Python
-iteration per step, small arrays, closed forms where the spec gives them, ``np.linalg.solve`` for
+The *same* schemes as the compiled ones, written from the equations of Ferraro–Jiménez–Martín de
+Diego 2015 and docs/theory/ferraro2015.md the way a careful NumPy user would: one Python
+iteration per step, small arrays, closed forms where those give them, ``np.linalg.solve`` for
 the Newton systems, the same Newton test (|Δ|∞ ≤ rtol (1 + |x|∞)) and tolerance as
 :mod:`dalembert.solvers.newton`.
 
-* :func:`lie_gni` — spec §2.11 (= ``lie-gni``, and ``reduced-gni`` on the left-trivialised ball):
+* :func:`lie_gni` — our Lie-group GNI, not in the paper (docs/theory/ferraro2015.md) (= ``lie-gni``,
+  and ``reduced-gni`` on the left-trivialised ball):
   state (x_k, R_k, p⁺_k ∈ R⁵), body metric G = diag(m, m, I1, I2, I3),
   μ(R) = [[1, 0, −r R_{2,:}], [0, 1, r R_{1,:}]], ν(x) = (−Θy, Θx);
   target = p⁺ − 2μᵀC⁻¹(μG⁻¹p⁺ − ν);  x_{k+1} = x_k + h target_x / m;
   solve (dcay⁻¹_{hΩ})ᵀ𝕀Ω = target_Ω, i.e. 𝕀Ω + (h/2)Ω×𝕀Ω + (h²/4)(Ω·𝕀Ω)Ω = target_Ω (3×3 Newton with
-  the spec's analytic Jacobian, §2.10); R_{k+1} = R_k cay(hΩ);
+  the analytic Jacobian of the Cayley tangent, paper Appendix); R_{k+1} = R_k cay(hΩ);
   p⁺_{k+1} = (m(x_{k+1} − x_k)/h, 𝕀Ω − (h/2)Ω×𝕀Ω + (h²/4)(Ω·𝕀Ω)Ω).
   Start-up ``"legendre"``: p⁺_0 = G(ẋ_0, Ω_0).
-* :func:`exp_chart` — spec §5.3 (= ``gni-exp-chart`` with ``startup="legendre"``): q = (x, ρ) ∈ R⁵,
+* :func:`exp_chart` — paper §7.4.2 (= ``gni-exp-chart`` with ``startup="legendre"``): q = (x, ρ) ∈ R⁵,
   R = exp(ρ̂), Ω = A(ρ)ρ̇, A = I − aρ̂ + bρ̂² (a = (1 − cos θ)/θ², b = (θ − sin θ)/θ³, θ = |ρ|),
   G(q) = diag(m, m, AᵀIA), μ(q) = [[1, 0, −r (RA)_{2,:}], [0, 1, r (RA)_{1,:}]], ν = (−Θy, Θx);
   L_d = h L(q_k, (q_{k+1} − q_k)/h) (Euler A). Step: p⁻ = p⁺ − 2μᵀC⁻¹(μG⁻¹p⁺ − ν) at q_k; solve
@@ -68,7 +69,7 @@ def lie_gni(inertia, m, r, theta, x0, R0, xdot0, Omega0, h, n_steps, *, rtol=RTO
         tgt = p - 2.0 * (s @ mu)
         x_new = x + h * tgt[:2] / m
         b = tgt[2:]
-        # (dcay⁻¹_{hΩ})ᵀ𝕀Ω = b, spec §2.10
+        # (dcay⁻¹_{hΩ})ᵀ𝕀Ω = b (Cayley tangent, FJMdD 2015 Appendix)
         w, its[k] = newton(lambda w: (_dual_momentum(Im, w, h) - b, _dual_momentum_jac(Im, w, h)),
                            b / I, rtol, max_iter, k)
         p = np.concatenate([m * (x_new - x) / h, _dual_momentum(Im, w, -h)])

@@ -11,13 +11,13 @@ components (``np.cross`` and ``scipy`` are slower on 3-vectors), analytic Jacobi
 Schemes (system: constant inertia 𝕀 (3, 3) symmetric, constant body covectors A (m, 3); see
 :mod:`dalembert.methods.eps`, :mod:`dalembert.methods.lie_gni`):
 
-* ``dreps-euler`` / ``dreps-rk4`` (Jiménez–Scheurle 2015, S1): ω_{k+1} = P Φ_h(ω_k),
+* ``dreps-euler`` / ``dreps-rk4`` (Jiménez–Scheurle 2015, (54)–(55), Prop 6.1): ω_{k+1} = P Φ_h(ω_k),
   f(ω) = P𝕀⁻¹((𝕀ω) × ω); R_{k+1} = R_k cay(h ω_k);
-* ``eps-midpoint`` (S2): Newton on (ω_{k+1}, hμ) of 𝕀(ω_{k+1} − ω_k) = h 𝕀ω̄ × ω̄ + Aᵀhμ,
-  A ω_{k+1} = 0, from (ω_k + h f(ω_k), h λ(ω_k));
-* ``eps-variational`` (S3, Cayley): Newton on (ω_{k+1}, hλ) of
+* ``eps-midpoint`` (the "DREPS midpoint rule" of its §6.2): Newton on (ω_{k+1}, hμ) of
+  𝕀(ω_{k+1} − ω_k) = h 𝕀ω̄ × ω̄ + Aᵀhμ, A ω_{k+1} = 0, from (ω_k + h f(ω_k), h λ(ω_k));
+* ``eps-variational`` ((56)/(58), Cayley): Newton on (ω_{k+1}, hλ) of
   (dcay⁻¹_{hω_{k+1}})ᵀ𝕀ω_{k+1} − (dcay⁻¹_{−hω_k})ᵀ𝕀ω_k = Aᵀhλ, A ω_{k+1} = 0;
-* ``lie-gni-mv`` / ``lie-gni-cayley`` (Ferraro et al. 2008, (P7)): μ⁻ = μ⁺ − 2Aᵀ C⁻¹A𝕀⁻¹μ⁺,
+* ``lie-gni-mv`` / ``lie-gni-cayley`` (Ferraro et al. 2008, (7)): μ⁻ = μ⁺ − 2Aᵀ C⁻¹A𝕀⁻¹μ⁺,
   Newton on w (W = cay(w)) for l_d'^R(W) = μ⁻ from w = h𝕀⁻¹μ⁻; R_{k+1} = R_k W,
   μ⁺_{k+1} = l_d'^L(W); start-up μ⁺_0 = 𝕀ω_0 − (h/2)Aᵀλ(ω_0) ("consistent").
   MV: l_d'^R = vee(W J_d − J_d Wᵀ)/h, l_d'^L = vee(J_d W − Wᵀ J_d)/h, J_d = ½tr𝕀 Id − 𝕀;

@@ -9,7 +9,7 @@ and skipped when G = I. It stores q_k and p⁺_k at every node; the node diagnos
 are computed afterwards, vectorised, by :func:`node_values` (dalembert computes them inside its
 loop, so the comparison favours NumPy slightly).
 
-Schemes (state (q_k, p⁺_k); the restatement §2; see
+Schemes (state (q_k, p⁺_k); Ferraro–Jiménez–Martín de Diego 2015 Def 4.1, (8), §5 and Def 6.1; see
 :mod:`dalembert.methods.gni`, :mod:`dalembert.methods.dla`):
 
 * reflection: s = C⁻¹(μ G⁻¹ p⁺_k − ν), C = μ G⁻¹ μᵀ;  p⁻_k = (P − Q)*p⁺_k + 2Q*Π = p⁺_k − 2 μᵀ s;

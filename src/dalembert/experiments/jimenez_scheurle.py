@@ -1,17 +1,19 @@
 """Experiments of Jiménez & Scheurle, "On the discretization of the Euler–Poincaré–Suslov equations
-in SO(3)" (2015) — spec ``suslov-2015-euler-poincare-suslov.md`` (§4 figures, §5 targets).
+in SO(3)" (2015): §6.2, Figures 1–2, and the propositions and theorems they illustrate; errata and
+our additions: docs/theory/jimenez-scheurle2015.md.
 
 * ``jimenez-scheurle-fig1``: Figure 1 (ε = 10⁻³, T = 10): midpoint rule and VI against the exact
-  solution; λ of the midpoint rule, of the VI with the printed (P59) and with the corrected
-  multiplier; constraint; energy. Checks T11–T15 (at ε = 1e-3), T9 (visible λ⁽⁵⁹⁾ offset).
+  solution; λ of the midpoint rule, of the VI with the printed (59) and with the corrected
+  multiplier; constraint; energy; the visible λ⁽⁵⁹⁾ offset of Fig. 1(d) (Prop 6.2).
 * ``jimenez-scheurle-fig2``: Figure 2 (ε = 1, T = 100 quick / 1000 full): midpoint, VI, RK4 and
-  Euler against the exact solution; checks T11, T12, T14, T15, T22, and a note on T23 (the
+  Euler against the exact solution, energy, constraint, our regression values, and a note (the
   paper's qualitative claims for this figure are not reproduced; nothing is asserted about them).
-* ``jimenez-scheurle-orders``: local and global slopes (T6, T7, T8, T10, T16, T17).
-* ``jimenez-scheurle-perturbation``: §7 / Thm 7.3 perturbation check (T20).
+* ``jimenez-scheurle-orders``: local and global slopes (Props 6.1, 6.2, Thm 5.2).
+* ``jimenez-scheurle-perturbation``: §7 / Thm 7.3 perturbation check (our construction).
 
-The paper gives no final times, no RK4 step and no Ω(0) (E14): T = 10 for Fig. 1, T = 100/1000
-for Fig. 2, the exact solution (spec §1.6) instead of RK4 as the reference, Ω(0) = I.
+The paper gives no final times, no RK4 step and no Ω(0) (erratum E14, docs/theory/jimenez-scheurle2015.md#e14): T = 10 for
+Fig. 1, T = 100/1000 for Fig. 2, our exact solution (docs/theory/jimenez-scheurle2015.md) instead of RK4 as the reference,
+Ω(0) = I.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from .base import Check, check_below, check_range, experiment
 
 PAPER = ("F. Jiménez & J. Scheurle, On the discretization of the Euler–Poincaré–Suslov equations "
          "in SO(3) (2015)")
-SPEC = "suslov-2015 spec"
+SPEC = "our reproduction (docs/theory/jimenez-scheurle2015.md)"
 
 
 def _setup():
@@ -67,9 +69,9 @@ def _end(sys_, method, R0, w0, h, n, **opts):
 
 # ---------------------------------------------------------------------------------------------
 @experiment("jimenez-scheurle-fig1", "Suslov problem, Figure 1: ε = 10⁻³", PAPER,
-            "Midpoint rule (S2) and variational integrator (S3) at ε = 1e-3, T = 10, against the exact "
-            "solution: ω, λ (midpoint; VI with the printed (P59) and with the corrected multiplier), "
-            "constraint and energy. Targets T9, T11–T15.")
+            "Midpoint rule (§6.2) and variational integrator ((58)–(59)) at ε = 1e-3, T = 10, against the "
+            "exact solution: ω, λ (midpoint; VI with the printed (59) and with the corrected multiplier), "
+            "constraint and energy (Fig. 1 (a)–(f), Prop 6.2).")
 def fig1(quick, out):
     _, sys_, R0, w0 = _setup()
     h, T = 1e-3, 10.0
@@ -90,21 +92,22 @@ def fig1(quick, out):
     dE_mp = np.max(np.abs(E_mp - E_mp[0]))
     dE_vi_end = E_vi[-1] - E_vi[0]
     checks = [
-        check_below("T13: max |u_MP − u_VI| on [0, 10] (Fig 1a,b: indistinguishable)", du, 1e-7, "T13 / Fig 1"),
-        check_below("max |u_MP − u_exact|", e_mp, 1e-9, f"{SPEC} §4: 3.5e-10"),
-        check_below("max |u_VI − u_exact|", e_vi, 1e-7, f"{SPEC} §4: 3.6e-8"),
-        check_below("max |λ_MP − λ_exact| (Fig 1c)", el_mp, 1e-10, f"{SPEC} §4: 3.2e-11"),
+        check_below("Fig 1a,b: max |u_MP − u_VI| on [0, 10] (indistinguishable)", du, 1e-7, "Fig 1a,b"),
+        check_below("max |u_MP − u_exact|", e_mp, 1e-9, f"{SPEC}: 3.5e-10"),
+        check_below("max |u_VI − u_exact|", e_vi, 1e-7, f"{SPEC}: 3.6e-8"),
+        check_below("max |λ_MP − λ_exact| (Fig 1c)", el_mp, 1e-10, f"{SPEC}: 3.2e-11"),
         _near("max |λ⁽⁵⁹⁾_VI − λ_exact|: the printed multiplier is visibly off (Fig 1d)", el_59, 1.05e-2, 0.05,
-              f"{SPEC} §4: 1.05e-2 at t ≈ 2.83; Prop 6.2, E1"),
-        check_range("… reached at t ≈ 2.83", t59, 2.6, 3.1, f"{SPEC} §4", "{:.2f}"),
-        _near("max |λ_VI,consistent − λ_exact(t_k+1)| (corrected multiplier, E1)", el_cons, 6.6e-6, 0.1,
-              f"{SPEC} §4: 6.6e-6"),
-        check_below("T14: max |ω3| (Fig 1e, constraint)", max(np.abs(mp["omega"][:, 2]).max(),
-                                                             np.abs(vi["omega"][:, 2]).max()), 1e-15, "T14"),
-        check_below("T11: midpoint max |E − E0| (Fig 1f)", dE_mp, 1e-14, f"T11; {SPEC} §4: 4e-15"),
-        _near("T12: VI E_N − E_0 at ε = 1e-3, T = 10", dE_vi_end, -2.359e-9, 1e-3, "T12: −2.359e-9"),
-        check_below("T15: orthogonality defect |I − RᵀR| after 10⁴ steps (both)",
-                    max(_defect(mp["R"]).max(), _defect(vi["R"]).max()), 1e-11, "T15, P40"),
+              f"{SPEC}: 1.05e-2 at t ≈ 2.83; Prop 6.2, erratum E1"),
+        check_range("… reached at t ≈ 2.83", t59, 2.6, 3.1, SPEC, "{:.2f}"),
+        _near("max |λ_VI,consistent − λ_exact(t_k+1)| (corrected multiplier, erratum E1)", el_cons, 6.6e-6,
+              0.1, f"{SPEC}: 6.6e-6"),
+        check_below("Fig 1e: max |ω3| (constraint)", max(np.abs(mp["omega"][:, 2]).max(),
+                                                       np.abs(vi["omega"][:, 2]).max()), 1e-15, "Fig 1e"),
+        check_below("Fig 1f: midpoint max |E − E0|", dE_mp, 1e-14, f"Fig 1f; {SPEC}: 4e-15"),
+        _near("VI E_N − E_0 at ε = 1e-3, T = 10 (energy error O(ε²))", dE_vi_end, -2.359e-9, 1e-3,
+              f"{SPEC}: −2.359e-9"),
+        check_below("Prop 5.1: orthogonality defect |I − RᵀR| after 10⁴ steps (both)",
+                    max(_defect(mp["R"]).max(), _defect(vi["R"]).max()), 1e-11, "(40), Prop 5.1"),
     ]
     s = max(1, n // 1000)
     fig, ax = plt.subplots(2, 3, figsize=(14, 7.5))
@@ -119,8 +122,8 @@ def fig1(quick, out):
     a[2].set_title("(c) λ, midpoint rule", fontsize=9)
     a[2].legend(fontsize=7)
     a[3].plot(t, ex["lam"], "r-", lw=1.2, label="exact λ")
-    a[3].plot(t[1::s], vi59["lam"][1::s, 0], "b-", lw=0.8, label="VI, printed (P59)")
-    a[3].plot(t[1::s], vi["lam"][1::s, 0], "g--", lw=0.8, label="VI, corrected (E1)")
+    a[3].plot(t[1::s], vi59["lam"][1::s, 0], "b-", lw=0.8, label="VI, printed (59)")
+    a[3].plot(t[1::s], vi["lam"][1::s, 0], "g--", lw=0.8, label="VI, corrected (erratum E1)")
     a[3].set_title("(d) λ, variational integrator", fontsize=9)
     a[3].legend(fontsize=7)
     a[4].plot(t[::s], mp["omega"][::s, 2], "b-", lw=0.8, label="midpoint ω3")
@@ -140,8 +143,9 @@ def fig1(quick, out):
     data = {"eps": h, "T": T, "max_du_mp_vi": du, "err_mp": e_mp, "err_vi": e_vi, "err_lam_mp": el_mp,
             "err_lam_paper59": el_59, "t_err_lam_paper59": t59, "err_lam_vi_consistent": el_cons,
             "energy_drift_mp": dE_mp, "energy_change_vi": dE_vi_end}
-    return checks, figs, data, ("T = 10 and Ω(0) = I are assumptions (not in the paper, E14). The reference is "
-                                "the exact solution (spec §1.6) instead of the paper's RK4.")
+    return checks, figs, data, ("T = 10 and Ω(0) = I are assumptions (not in the paper, erratum E14). The "
+                                "reference is our exact solution (docs/theory/jimenez-scheurle2015.md) instead "
+                                "of the paper's RK4.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,18 +155,19 @@ T22 = {1: ((0.32864305, 0.55286072), (0.33648500, 0.54755212)),
        10: ((-0.12868139, 0.67135632), (-0.09646679, 0.67103525))}
 
 T23_NOTE = (
-    "T23 (not reproducible, not asserted): the paper says that at ε = 1 the VI is 'much better in all "
+    "Fig. 2 claims (not reproducible, not asserted): the paper says that at ε = 1 the VI is 'much better in all "
     "respects', above all in energy, and that the midpoint energy 'decays fast'. With the schemes as "
     "printed the opposite holds: the implicit midpoint rule conserves E exactly (|ΔE| at round-off), "
     "while the VI loses about 1.18 % of its energy (settling at 0.22235) and is about 100× less "
     "accurate in ω. Every orbit converges to an equilibrium, so no consistent scheme can show a "
     "lasting energy decay; a swap of the green/blue labels in the figure is a plausible explanation "
-    "(spec erratum E5).")
+    "(erratum E5, docs/theory/jimenez-scheurle2015.md#e5).")
 
 
 @experiment("jimenez-scheurle-fig2", "Suslov problem, Figure 2: ε = 1", PAPER,
             "Midpoint rule, VI, RK4 and explicit Euler at ε = 1 against the exact solution: ω, λ, "
-            "energy, constraint. Targets T11, T12, T14, T15, T22; T23 documented only.")
+            "energy, constraint (Fig. 2), our regression values; the paper's qualitative claims are "
+            "documented only (erratum E5).")
 def fig2(quick, out):
     _, sys_, R0, w0 = _setup()
     h, T = 1.0, (100.0 if quick else 1000.0)
@@ -178,26 +183,28 @@ def fig2(quick, out):
     mp, vi = runs["eps-midpoint"], runs["eps-variational"]
     vi_end = _energy(vi["omega"])[-1] - 0.225
     checks = [
-        check_below("T11: midpoint max |E − E0| at ε = 1", dE["eps-midpoint"], 1e-14, "T11; spec §4: 4.7e-16"),
-        _near("T12: VI E_N − E_0 at ε = 1 (settled)", vi_end, -2.654e-3, 5e-4, "T12: −2.654e-3"),
-        _near("RK4 max |E − E0|", dE["dreps-rk4"], 3.0e-7, 0.05, "spec §4: 3.0e-7"),
-        _near("Euler max |E − E0|", dE["dreps-euler"], 2.06e-2, 0.02, "spec §4: 2.06e-2"),
-        _near("midpoint max |u − exact|", err["eps-midpoint"], 3.5e-4, 0.05, "spec §4: 3.5e-4"),
-        _near("VI max |u − exact|", err["eps-variational"], 3.4e-2, 0.05, "spec §4: 3.4e-2"),
-        _near("RK4 max |u − exact|", err["dreps-rk4"], 6.5e-7, 0.05, "spec §4: 6.5e-7"),
-        _near("Euler max |u − exact|", err["dreps-euler"], 3.9e-2, 0.05, "spec §4: 3.9e-2"),
+        check_below("midpoint max |E − E0| at ε = 1 (exact energy)", dE["eps-midpoint"], 1e-14,
+                    f"{SPEC}: 4.7e-16"),
+        _near("VI E_N − E_0 at ε = 1 (settled)", vi_end, -2.654e-3, 5e-4, f"{SPEC}: −2.654e-3"),
+        _near("RK4 max |E − E0|", dE["dreps-rk4"], 3.0e-7, 0.05, f"{SPEC}: 3.0e-7"),
+        _near("Euler max |E − E0|", dE["dreps-euler"], 2.06e-2, 0.02, f"{SPEC}: 2.06e-2"),
+        _near("midpoint max |u − exact|", err["eps-midpoint"], 3.5e-4, 0.05, f"{SPEC}: 3.5e-4"),
+        _near("VI max |u − exact|", err["eps-variational"], 3.4e-2, 0.05, f"{SPEC}: 3.4e-2"),
+        _near("RK4 max |u − exact|", err["dreps-rk4"], 6.5e-7, 0.05, f"{SPEC}: 6.5e-7"),
+        _near("Euler max |u − exact|", err["dreps-euler"], 3.9e-2, 0.05, f"{SPEC}: 3.9e-2"),
         check_below("VI final state vs (−0.31092, 0.62184)",
-                    float(np.max(np.abs(vi["omega"][-1, :2] - [-0.31092, 0.62184]))), 1e-5, "spec §4"),
-        check_below("T14: max |ω3| (Fig 2e)", max(np.abs(r["omega"][:, 2]).max() for r in runs.values()),
-                    1e-15, "T14"),
-        check_below("T15: orthogonality defect (all schemes)", max(_defect(r["R"]).max() for r in runs.values()),
-                    1e-11, "T15, Prop 5.1"),
+                    float(np.max(np.abs(vi["omega"][-1, :2] - [-0.31092, 0.62184]))), 1e-5, SPEC),
+        check_below("Fig 2e: max |ω3| (constraint)", max(np.abs(r["omega"][:, 2]).max() for r in runs.values()),
+                    1e-15, "Fig 2e"),
+        check_below("Prop 5.1: orthogonality defect (all schemes)", max(_defect(r["R"]).max() for r in runs.values()),
+                    1e-11, "(40), Prop 5.1"),
     ]
     reg = max(max(np.max(np.abs(mp["omega"][k, :2] - a)), np.max(np.abs(vi["omega"][k, :2] - b)))
               for k, (a, b) in T22.items())
-    checks.append(check_below("T22: first steps at ε = 1 (midpoint and VI, k = 1, 2, 5, 10)", reg, 1e-8, "T22"))
+    checks.append(check_below("first steps at ε = 1 (midpoint and VI, k = 1, 2, 5, 10)", reg, 1e-8,
+                              f"{SPEC}: regression values"))
     el_mp = float(np.max(np.abs(mp["lam"][:, 0] - ex["lam"])))
-    checks.append(_near("midpoint max |λ − λ_exact|", el_mp, 3.2e-5, 0.05, "spec §4: 3.2e-5"))
+    checks.append(_near("midpoint max |λ − λ_exact|", el_mp, 3.2e-5, 0.05, f"{SPEC}: 3.2e-5"))
     fig, ax = plt.subplots(2, 3, figsize=(14, 7.5))
     a = ax.ravel()
     tt = np.linspace(0, min(T, 100.0), 2001)
@@ -239,7 +246,7 @@ def fig2(quick, out):
     figs = [_save(fig, out / "fig2.png")]
     data = {"eps": h, "T": T, "max_u_error": err, "max_energy_error": dE, "vi_energy_change": vi_end,
             "vi_final_u": vi["omega"][-1, :2].tolist(), "midpoint_lambda_error": el_mp,
-            "T23_vi_beats_midpoint_in_energy": bool(dE["eps-variational"] < dE["eps-midpoint"])}
+            "fig2_claim_vi_beats_midpoint_in_energy": bool(dE["eps-variational"] < dE["eps-midpoint"])}
     return checks, figs, data, T23_NOTE
 
 
@@ -251,7 +258,7 @@ def _slope(x, y):
 
 @experiment("jimenez-scheurle-orders", "Suslov problem: consistency orders (local and global)", PAPER,
             "Local (one-step, from u0) and global (T = 10) error slopes in ω and λ for explicit Euler, "
-            "midpoint, VI and RK4 (T6, T7, T8, T10), and the Cayley reconstruction (T16, T17).")
+            "midpoint, VI and RK4 (Props 6.1, 6.2; erratum E1), and the Cayley reconstruction (Thm 5.2).")
 def orders(quick, out):
     _, sys_, R0, w0 = _setup()
     eps = np.array([0.2, 0.1, 0.05, 0.025, 0.0125] + ([] if quick else [0.00625]))
@@ -273,23 +280,28 @@ def orders(quick, out):
             eg.append(np.linalg.norm(g["omega"] - wT))
         loc_u[m], loc_l[m], glob[m] = eu, el, eg
         su, sl, sg = _slope(eps, eu), _slope(eps, el), _slope(eps, eg)
-        checks.append(check_range(f"T6: local ω slope, {m}", su, p + 1 - 0.05, p + 1 + 0.05, "T6 (Prop 6.1/6.2)"))
-        checks.append(check_range(f"T7: global ω slope at T = 10, {m}", sg, p - 0.1, p + 0.1, "T7"))
+        checks.append(check_range(f"Prop 6.1/6.2: local ω slope, {m}", su, p + 1 - 0.05, p + 1 + 0.05,
+                                  "Prop 6.1/6.2"))
+        checks.append(check_range(f"global ω slope at T = 10, {m}", sg, p - 0.1, p + 0.1,
+                                  f"order p globally ({SPEC})"))
         if m == "eps-variational":
-            checks.append(check_range("T10: VI corrected λ local slope vs λ(t_k + ε/2)", sl, 1.95, 2.05, "T10, E1"))
+            checks.append(check_range("VI corrected λ local slope vs λ(t_k + ε/2)", sl, 1.95, 2.05,
+                                      "erratum E1"))
         else:
-            checks.append(check_range(f"T8: local λ slope, {m}", sl, p + 1 - 0.05, p + 1 + 0.05, "T8 (s = p)"))
+            checks.append(check_range(f"Prop 6.1: local λ slope, {m}", sl, p + 1 - 0.05, p + 1 + 0.05,
+                                      "Prop 6.1 (s = p)"))
         data[m] = {"local_u": eu, "local_lam": el, "global_u": eg, "slopes": [su, sl, sg]}
-    # T10 against t_{k+1}, T9 trend of (P59)
+    # the corrected VI multiplier against t_{k+1}; the trend of the printed (59) (Prop 6.2)
     e_end, e59 = [], []
     for h in eps:
         e_end.append(abs(_end(sys_, "eps-variational", R0, w0, h, 1)["lam"][0] - exact_omega(np.array([h]))["lam"][0]))
         e59.append(abs(_end(sys_, "eps-variational", R0, w0, h, 1, multiplier="paper59")["lam"][0]
                        - exact_omega(np.array([h]))["lam"][0]))
-    checks.append(check_range("T10: VI corrected λ local slope vs λ(t_{k+1})", _slope(eps, e_end), 0.95, 1.05, "T10"))
-    checks.append(check_range("T9: VI (P59) λ error does not vanish (→ |n·ω̇(0)| = 8.27e-3)", e59[-1], 8.2e-3, 8.6e-3,
-                              "T9, Prop 6.2: 8.37e-3 at ε = 0.0125", "{:.4g}"))
-    # T16 / T17: Cayley reconstruction from exact ω
+    checks.append(check_range("VI corrected λ local slope vs λ(t_{k+1})", _slope(eps, e_end), 0.95, 1.05,
+                              "erratum E1"))
+    checks.append(check_range("Prop 6.2: VI (59) λ error does not vanish (→ |n·ω̇(0)| = 8.27e-3)", e59[-1], 8.2e-3,
+                              8.6e-3, "Prop 6.2; our measurement 8.37e-3 at ε = 0.0125", "{:.4g}"))
+    # Thm 5.2(2): Cayley reconstruction from exact ω
     dist, vel = [], []
     fn = lambda s: exact_omega(np.array([s]))["omega"][0]  # noqa: E731
     for h in eps:
@@ -297,21 +309,24 @@ def orders(quick, out):
         R1 = np.asarray(so3.cayley(h * w0))
         dist.append(np.linalg.norm(Rr - R1))
         vel.append(np.linalg.norm((Rr - R1) @ fn(h)))
-    checks.append(check_range("T16: local group error slope (Cayley, left endpoint)", _slope(eps, dist), 1.95, 2.05, "T16, Thm 5.2(2)"))
+    checks.append(check_range("Thm 5.2(2): local group error slope (Cayley, left endpoint)", _slope(eps, dist),
+                              1.95, 2.05, "Thm 5.2(2)"))
     wdot = sys_.omega_dot(w0)
     pred = float(np.linalg.norm(np.asarray(wdot)) / np.sqrt(2))
-    checks.append(_near("T16: local group error / ε² → |ω̇|/√2", dist[-1] / eps[-1] ** 2, pred, 0.02, "T16, E6"))
-    checks.append(check_range("T17: local spatial-velocity error slope", _slope(eps, vel), 1.95, 2.05, "T17"))
+    checks.append(_near("Thm 5.2(2): local group error / ε² → |ω̇|/√2", dist[-1] / eps[-1] ** 2, pred, 0.02,
+                        "Thm 5.2 proof (erratum E6)"))
+    checks.append(check_range("Thm 5.2: local spatial-velocity error slope", _slope(eps, vel), 1.95, 2.05,
+                              "Thm 5.2"))
     hs_g = eps[1:5]
     Rref = reconstruct_reference(np.array([0.0, 5.0]), fn)[-1]
     gR = {}
     for recon in ("left", "midpoint"):
         gR[recon] = [np.linalg.norm(_end(sys_, "eps-midpoint", R0, w0, h, int(round(5 / h)), reconstruction=recon)["R"] - Rref)
                      for h in hs_g]
-    checks.append(check_range("T16: global group slope at T = 5 (paper's left-endpoint reconstruction)",
-                              _slope(hs_g, gR["left"]), 0.9, 1.1, "T16, E16"))
-    checks.append(check_range("global group slope with reconstruction='midpoint' (S6, extension)",
-                              _slope(hs_g, gR["midpoint"]), 1.9, 2.1, "S6"))
+    checks.append(check_range("Thm 5.2(2): global group slope at T = 5 (paper's left-endpoint reconstruction)",
+                              _slope(hs_g, gR["left"]), 0.9, 1.1, "Thm 5.2(2), erratum E16"))
+    checks.append(check_range("global group slope with reconstruction='midpoint' (our extension)",
+                              _slope(hs_g, gR["midpoint"]), 1.9, 2.1, "ours, not in the paper"))
     data.update({"group_local": dist, "velocity_local": vel, "group_global": gR, "vi_lam_end": e_end, "vi_lam59": e59})
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.5))
     for m in methods:
@@ -323,15 +338,15 @@ def orders(quick, out):
     ax[2].loglog(eps, e_end, "s-", ms=3, label="VI λ vs λ(t_k+1)")
     ax[2].loglog(eps, e59, "x-", ms=3, label="VI λ⁽⁵⁹⁾ vs λ(t_k+1)")
     ax[2].loglog(hs_g, gR["left"], "^-", ms=3, label="global R, T = 5 (left)")
-    ax[2].loglog(hs_g, gR["midpoint"], "v-", ms=3, label="global R, T = 5 (midpoint, S6)")
+    ax[2].loglog(hs_g, gR["midpoint"], "v-", ms=3, label="global R, T = 5 (midpoint, ours)")
     ax[2].set_title("group reconstruction and VI multipliers", fontsize=9)
     for x in ax:
         x.set_xlabel("ε")
         x.grid(True, which="both", alpha=0.3)
         x.legend(fontsize=7)
     figs = [_save(fig, out / "orders.png")]
-    return checks, figs, data, ("Local errors from u0 against the exact solution (spec §1.6); the VI λ is compared "
-                                "at t_k + ε/2 (its natural time tag, E15) for T10. Values at round-off are "
+    return checks, figs, data, ("Local errors from u0 against our exact solution; the VI λ is compared "
+                                "at t_k + ε/2 (its natural time tag, erratum E15) for the corrected multiplier. Values at round-off are "
                                 "dropped from the fits.")
 
 
@@ -385,7 +400,7 @@ def _perturbed_period_map(a, x, phi, h, gamma, corrected=True):
 @experiment("jimenez-scheurle-perturbation", "Suslov problem: one-step maps as period maps of perturbed EPS "
             "equations (§7)", PAPER,
             "Thm 7.1/7.3: the blend X(t) = χ0 F(t, x) + χ1 F(t − ε, φ(ε, x)) joins x to φ(ε, x) inside 𝔤^D and "
-            "its residual sup|Ẋ − h(X)| is O(ε^p) (T20); the Theorem 7.3 multiplier of the perturbed DAE "
+            "its residual sup|Ẋ − h(X)| is O(ε^p) (our construction); the Theorem 7.3 multiplier of the perturbed DAE "
             "reproduces the computed steps.")
 def perturbation(quick, out):
     _, sys_, R0, w0 = _setup()
@@ -415,8 +430,10 @@ def perturbation(quick, out):
             w3 = max(w3, float(np.max(np.abs(X[:, 2]))))
         sups[m] = s_list
         sl = _slope(eps, s_list)
-        checks.append(check_range(f"T20: sup|Ẋ − h(X)| slope, {m}", sl, p - 0.05, p + 0.05, "T20 (Thm 7.1/7.3)"))
-        checks.append(check_below(f"T20: X(0) = x, X(ε) = φ(ε, x) and X ∈ 𝔤^D, {m}", max(end_err, w3), 1e-14, "T20"))
+        checks.append(check_range(f"Thm 7.1/7.3: sup|Ẋ − h(X)| slope, {m}", sl, p - 0.05, p + 0.05,
+                                  "Thm 7.1/7.3 (our construction)"))
+        checks.append(check_below(f"Thm 7.1/7.3: X(0) = x, X(ε) = φ(ε, x) and X ∈ 𝔤^D, {m}", max(end_err, w3),
+                                  1e-14, "Thm 7.1/7.3 (our construction)"))
         data[m] = {"sup_residual": s_list, "slope": sl}
     # Theorem 7.3's perturbed multiplier on the computed steps (ε = 0.1): with d̃ = 𝕀r + γa, the
     # multiplier λ(ξ) − C⁻¹⟨a, 𝕀⁻¹d̃⟩ keeps ξ in 𝔤^D and the period map is the scheme's step
@@ -430,14 +447,16 @@ def perturbation(quick, out):
         thm73[m] = {"endpoint": float(np.max(np.abs(xi - phi))), "drift": drift, "drift_uncorrected": drift_wrong}
         checks.append(check_below(f"Thm 7.3: period map of the perturbed EPS DAE (d̃ = 𝕀r + 0.5a, "
                                   f"λ = λ(ξ) − C⁻¹⟨a, 𝕀⁻¹d̃⟩) = the step of {m}, |ξ(ε) − φ(ε, x)|",
-                                  thm73[m]["endpoint"], 1e-9, "Thm 7.3 (P65/P72)"))
+                                  thm73[m]["endpoint"], 1e-9, "Thm 7.3, (65)/(72)"))
         checks.append(check_below(f"Thm 7.3: the perturbed solution stays in 𝔤^D, max |a·ξ(t)|, {m}", drift, 1e-10,
                                   "Thm 7.3"))
         checks.append(check_range(f"negative control: with λ = λ(ξ) the γa term leaves 𝔤^D, |a·ξ|, {m}",
                                   drift_wrong, 1e-3, np.inf, "the check can fail"))
     data["thm73"] = thm73
-    checks.append(_near("T20: Euler sup|r| at ε = 0.2", sups["dreps-euler"][0], 1.95e-3, 0.03, "spec §3: 1.95e-3"))
-    checks.append(_near("T20: VI sup|r| at ε = 0.2", sups["eps-variational"][0], 7.29e-4, 0.03, "spec §3: 7.29e-4"))
+    checks.append(_near("Thm 7.1: Euler sup|r| at ε = 0.2", sups["dreps-euler"][0], 1.95e-3, 0.03,
+                        f"{SPEC}: 1.95e-3"))
+    checks.append(_near("Thm 7.1: VI sup|r| at ε = 0.2", sups["eps-variational"][0], 7.29e-4, 0.03,
+                        f"{SPEC}: 7.29e-4"))
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for m in methods:
         ax.loglog(eps, sups[m], "o-", ms=3, label=f"{m} ({_slope(eps, sups[m]):.2f})")
@@ -447,16 +466,16 @@ def perturbation(quick, out):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     figs = [_save(fig, out / "perturbation.png")]
-    return checks, figs, data, ("Construction of spec §3 ('what is checkable for §7'); the exact flow F of "
-                                "spec §1.6 is used for both positive and negative times.")
+    return checks, figs, data, ("Our construction for checking §7 (docs/theory/jimenez-scheurle2015.md); our "
+                                "exact flow F is used for both positive and negative times.")
 
 
 # ---------------------------------------------------------------------------------------------
-# The unreduced discrete Lagrange–d'Alembert equations on SO(3) × SO(3) (P8/P28), Prop 4.2, E12;
+# The unreduced discrete Lagrange–d'Alembert equations on SO(3) × SO(3) ((8)/(28)), Prop 4.2, erratum E12;
 # Theorem 5.2 part 1 (an unreduced integrator induces a reduced one)
 # ---------------------------------------------------------------------------------------------
 def unreduced_dla(inertia, a, g0, g1, h, n, spatial_covector=False):
-    """The unreduced DLA (P8) of the Suslov problem on SO(3) × SO(3), in the embedding R^{3×3}:
+    """The unreduced DLA (8) of the Suslov problem on SO(3) × SO(3), in the embedding R^{3×3}:
     L_d(G0, G1) = l_d(G0ᵀG1), l_d(W) = h·½ wᵀ𝕀w, w = cay⁻¹(W)/h (its rational extension), and
     D_d = {(g, g̃): a·cay⁻¹(gᵀg̃) = 0}. At each node g_k, with Euclidean gradients ∇₁, ∇₂ of L_d,
 
@@ -528,10 +547,10 @@ def _induced_omega(Om, V):
 
 
 @experiment("jimenez-scheurle-unreduced", "Suslov problem: the unreduced DLA on SO(3) × SO(3) and the "
-            "multipliers (Prop 4.2, E12); an unreduced RK4 induces a reduced integrator (Thm 5.2(1))", PAPER,
-            "The unreduced discrete Lagrange–d'Alembert equations (P8/P28) with L_d = l_d(g_kᵀg_{k+1}), "
+            "multipliers (Prop 4.2, erratum E12); an unreduced RK4 induces a reduced integrator (Thm 5.2(1))", PAPER,
+            "The unreduced discrete Lagrange–d'Alembert equations (8)/(28) with L_d = l_d(g_kᵀg_{k+1}), "
             "l_d = h l(cay⁻¹(W)/h), solved in the embedding R^{3×3} with Euclidean gradients, against the "
-            "algebra-level VI (eps-variational): trajectories (Prop 4.2, Thm 4.3) and multipliers (E12: "
+            "algebra-level VI (eps-variational): trajectories (Prop 4.2, Thm 4.3) and multipliers (erratum E12: "
             "the paper says they differ in general); RK4 on the unreduced ODE embedded in R¹⁸ and "
             "ω_{k+1} = vee(Ω_{k+1}ᵀV_{k+1}): local slope 5 and global order 4 in ω (Thm 5.2 part 1).")
 def unreduced(quick, out):
@@ -543,18 +562,18 @@ def unreduced(quick, out):
     vi = _run(sys_, "eps-variational", R0, w0, h, n)
     g, lam, phi, ok = unreduced_dla(INERTIA, a, vi["R"][0], vi["R"][1], h, n - 1)
     dg = float(np.max(np.abs(g - vi["R"])))
-    lam_vi = -h * vi["lam"][1:n, 0]                   # λ_(P29) = −h λ_(P56) (Cor 4.4), nodes 1 … n−1
+    lam_vi = -h * vi["lam"][1:n, 0]                   # λ_(29) = −h λ_(56) (Cor 4.4), nodes 1 … n−1
     dlam = float(np.max(np.abs(lam - lam_vi)))
     scale = float(np.max(np.abs(lam_vi)))
     gw, _, _, _ = unreduced_dla(INERTIA, a, vi["R"][0], vi["R"][1], h, n - 1, spatial_covector=True)
     checks = [
-        check_below("unreduced DLA (P28) Newton converged at every step", float(np.sum(~ok)), 0.0, "P28"),
-        check_below("Prop 4.2 / Thm 4.3: unreduced (P28) trajectory = VI (algebra level), max |g_k − R_k|", dg,
+        check_below("unreduced DLA (28) Newton converged at every step", float(np.sum(~ok)), 0.0, "(28)"),
+        check_below("Prop 4.2 / Thm 4.3: unreduced (28) trajectory = VI (algebra level), max |g_k − R_k|", dg,
                     1e-11, "Prop 4.2, Thm 4.3 (ii) ⇔ (iv)", "{:.2e}"),
-        check_below("E12: unreduced multipliers λ_(P28),k = λ_(P29),k = −h λ_(P56),k, max relative difference",
-                    dlam / scale, 1e-9, "E12 (the paper: 'differ in general'; they coincide)", "{:.2e}"),
+        check_below("Prop 4.2: unreduced multipliers λ_(28),k = λ_(29),k = −h λ_(56),k, max relative difference",
+                    dlam / scale, 1e-9, "erratum E12 (the paper: 'differ in general'; they coincide)", "{:.2e}"),
         check_below("unreduced discrete constraint a·cay⁻¹(g_kᵀg_{k+1}) (D_d)", float(np.max(np.abs(phi))), 1e-14,
-                    "P28b", "{:.1e}"),
+                    "(28b)", "{:.1e}"),
         check_range("negative control: the spatial covector μ = â/2 instead of g â/2 moves the trajectory",
                     float(np.max(np.abs(gw - vi["R"]))), 1e-3, np.inf, "the comparison can fail", "{:.2e}"),
     ]
@@ -580,8 +599,8 @@ def unreduced(quick, out):
     ]
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
     t = vi["t"][1:n]
-    ax[0].plot(t, lam, "-", label="unreduced DLA (P28): λ_k")
-    ax[0].plot(t, lam_vi, "--", label="VI: −h λ_(P56),k")
+    ax[0].plot(t, lam, "-", label="unreduced DLA (28): λ_k")
+    ax[0].plot(t, lam_vi, "--", label="VI: −h λ_(56),k")
     ax[0].set_xlabel("t (dimensionless)")
     ax[0].set_ylabel("discrete multiplier")
     ax[0].set_title(f"multipliers, h = {h:g} (max difference {dlam:.1e})", fontsize=9)
@@ -597,8 +616,9 @@ def unreduced(quick, out):
     figs = [_save(fig, out / "unreduced.png")]
     data = {"h": h, "T": T, "max_dg": dg, "max_dlam": dlam, "eps": eps.tolist(), "local": loc, "global": glob}
     return checks, figs, data, ("The unreduced solve pairs the ambient (Euclidean) gradients of L_d(G0, G1) "
-                                "with the tangent vectors g_k ê_i, not the reduced equations (P29) in W_k. E12: with D_d defined through "
-                                "𝒮 (W_k = g_kᵀg_{k+1}), the multipliers of (P28) and (P29) coincide to round-off.")
+                                "with the tangent vectors g_k ê_i, not the reduced equations (29) in W_k. Erratum E12 "
+                                "(docs/theory/jimenez-scheurle2015.md#e12): with D_d defined through "
+                                "𝒮 (W_k = g_kᵀg_{k+1}), the multipliers of (28) and (29) coincide to round-off.")
 
 
 __all__ = ["fig1", "fig2", "orders", "perturbation", "unreduced", "unreduced_dla", "Check"]

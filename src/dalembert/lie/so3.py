@@ -1,7 +1,7 @@
 """The rotation group SO(3) and its Lie algebra so(3) ≅ R³.
 
-Conventions (Jiménez–Scheurle 2015, ``suslov-2015-euler-poincare-suslov.md`` §0 and §2.1;
-Ferraro et al. 2015 appendix, ``gni-2015-new-developments.md`` §2.10):
+Conventions (Jiménez–Scheurle 2015 §5.1, docs/theory/jimenez-scheurle2015.md;
+Ferraro et al. 2015 Appendix, docs/theory/ferraro2015.md):
 
 * ``hat(w) = [[0,-w3,w2],[w3,0,-w1],[-w2,w1,0]]`` so that ``hat(x) y = x × y`` and
   ``[hat x, hat y] = hat(x × y)``; ``vee`` is its inverse, ``vee(A) = (A[2,1], A[0,2], A[1,0])``.
@@ -96,7 +96,7 @@ def ad(w):
 def ad_star(w, p):
     """Coadjoint action of the algebra, ad*_w p = p × w (so that <ad*_w p, z> = <p, w × z>).
 
-    w, p: (..., 3) -> (..., 3).  Source: Jiménez–Scheurle 2015 §5.2 (P42).
+    w, p: (..., 3) -> (..., 3).  Source: Jiménez–Scheurle 2015 §5.2 (42).
     """
     return cross(p, w)
 
@@ -151,8 +151,8 @@ def dcay(w):
 def dcay_inv(w):
     """Inverse of :func:`dcay`: dcay⁻¹_w = I − ŵ/2 + w wᵀ/4.  (..., 3) -> (..., 3, 3).
 
-    Its transpose is dcay⁻¹_{−w}.  Source: Jiménez–Scheurle 2015 §5.1 and (P57) with erratum E1
-    (the (3,3) entry is 1 + ε²w3²/4, not 0).
+    Its transpose is dcay⁻¹_{−w}.  Source: Jiménez–Scheurle 2015 §5.1 and (57), with the (3,3) entry
+    1 + ε²w3²/4, not the printed 0 (erratum E1, docs/theory/jimenez-scheurle2015.md#e1).
     """
     w = jnp.asarray(w, jnp.float64)
     return eye(w) - 0.5 * hat(w) + 0.25 * outer(w, w)
@@ -240,8 +240,8 @@ def dexp(w):
     """Right-trivialised tangent of exp: dexp_w = I + ((1 − cosθ)/θ²) ŵ + ((θ − sinθ)/θ³) ŵ²
     = Σ_j ad_w^j/(j+1)!.  (..., 3) -> (..., 3, 3).
 
-    ``d/ds exp(w + s z)|₀ = hat(dexp_w z) exp(w)``.  Source: Ferraro et al. 2015 (Appendix),
-    ``gni-2015-new-developments.md`` §2.10 (closed form [DERIVED]).
+    ``d/ds exp(w + s z)|₀ = hat(dexp_w z) exp(w)``.  Source: Ferraro et al. 2015 (Appendix);
+    the closed form is ours (docs/theory/ferraro2015.md).
     """
     w = jnp.asarray(w, jnp.float64)
     _, a, b, _ = _exp_coeffs(w)
@@ -268,7 +268,7 @@ def dexp_left_inv(w):
 
 
 # ---------------------------------------------------------------------------------------------
-# distances (Jiménez–Scheurle 2015 §5.3 and erratum E7)
+# distances (Jiménez–Scheurle 2015 §5.3, (37)–(38); erratum E7, docs/theory/jimenez-scheurle2015.md#e7)
 # ---------------------------------------------------------------------------------------------
 def orthogonality_defect(R):
     """Self-distance |I − RᵀR|_F (0 exactly for orthogonal R).  (..., 3, 3) -> (...)."""
@@ -278,7 +278,8 @@ def orthogonality_defect(R):
 
 
 def distance(R1, R2):
-    """dist(R1, R2) = |I − R1ᵀR2|_F (P37)–(P38); equals |R1 − R2|_F for rotations (E7)."""
+    """dist(R1, R2) = |I − R1ᵀR2|_F (37)–(38); equals |R1 − R2|_F for rotations (erratum E7,
+    docs/theory/jimenez-scheurle2015.md#e7)."""
     R1 = jnp.asarray(R1, jnp.float64)
     D = eye(R1[..., 0]) - matmul(transpose(R1), R2)
     return jnp.sqrt(jnp.sum(D * D, axis=(-1, -2)))

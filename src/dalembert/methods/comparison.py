@@ -1,33 +1,34 @@
 """The comparison methods of Celledoni et al. 2019 on a NonholonomicSystem: SI-DLA, I-DLA, SPARK.
 
-The paper only names them; the definitions are the reconstructions of
-the restatement §5 (from McLachlan–Perlmutter 2006 (MP06) as
+The paper only names them; the definitions are our reconstructions (docs/theory/celledoni2019.md)
+(from McLachlan–Perlmutter 2006 (MP06) as
 transcribed in O. Verdier's odelab, and from Jay 2003). All three keep the state (q_k, p_k) with
 p = G v, and none conserves energy: their energy error is a random walk with variance
-≈ 1e-4 h⁴ t on the chaotic quartic system (spec R12, §7.1).
+≈ 1e-4 h⁴ t on the chaotic quartic system (Celledoni et al. 2019 §4.1.3, Figure 2, after MP06).
 
-Supported systems: constant mass matrix G (checked by tracing ``mass_matrix``; the spec's forms
-are for G = I, the constant-G forms below follow by p = G v) and linear constraints μ(q) v = 0.
+Supported systems: constant mass matrix G (checked by tracing ``mass_matrix``; the reconstructed
+forms are for G = I, the constant-G forms below follow by p = G v) and linear constraints μ(q) v = 0.
 Anything else raises :class:`~dalembert.errors.InputError`. (For a q-dependent G, the classical
 I-DLA is the registered ``dla-midpoint``, which is the same scheme with a Newton solve for any G.)
 
-* ``si-dla`` (spec §5.1, MP06 eq. 4.18; drift–kick–drift):
+* ``si-dla`` (MP06 eq. 4.18; drift–kick–drift):
   q½ = q0 + (h/2) G⁻¹p0,  p1 = p0 − h∇V(q½) + μ(q½)ᵀ(hλ),  q1 = q½ + (h/2) G⁻¹p1,
   μ(q1) G⁻¹p1 = 0.  Unknown hλ ∈ R^m by Newton (one iteration when μ(q1) does not depend on the
   coordinates the impulse moves, as in the chaotic system and the gearbox). Order 2, symmetric,
   endpoint constraint exact; energy not conserved.
-* ``i-dla`` (spec §5.2). Default ``constraint="discrete"``: the classical DLA with the midpoint
-  discrete Lagrangian L_d = hL(q̄, (q1 − q0)/h) and the midpoint discrete constraint:
+* ``i-dla`` (our reconstruction; docs/theory/celledoni2019.md#e11). Default ``constraint="discrete"``:
+  the classical DLA with the midpoint discrete Lagrangian L_d = hL(q̄, (q1 − q0)/h) and the midpoint
+  discrete constraint:
   G(q1 − q0)/h + (h/2)∇V(q̄) = p0 + μ(q0)ᵀλ,  μ(q̄)(q1 − q0) = 0,
   p1 = G(q1 − q0)/h − (h/2)∇V(q̄), q̄ = (q0 + q1)/2; unknowns (q1, hλ) by Newton. Only the
   *discrete* constraint is kept; the node momentum p_k = D2 L_d(q_{k−1}, q_k) violates
-  μ(q_k)G⁻¹p_k = 0 at O(h)·O(1) (spec: 0.18 in their run). Option ``constraint="endpoint"``:
-  implicit midpoint with the constraint force at q̄ and the endpoint constraint,
+  μ(q_k)G⁻¹p_k = 0 at O(h)·O(1) (0.18 in our run of the chaotic system). Option
+  ``constraint="endpoint"``: implicit midpoint with the constraint force at q̄ and the endpoint constraint,
   q1 = q0 + (h/2)G⁻¹(p0 + p1),  p1 = p0 − h∇V(q̄) + μ(q̄)ᵀ(hλ),  μ(q1)G⁻¹p1 = 0.
   Both are order 2 and symmetric. The classical variant is built from the registered
   ``dla-midpoint`` with ``startup="legendre"`` (p_0 = G v_0): the same scheme, with this method's
   outputs (raw p_k and ``discrete_constraint``).
-* ``spark-lobatto2`` (spec §5.3, Jay 2003: 2-stage Lobatto IIIA–B SPARK; a "nonholonomic
+* ``spark-lobatto2`` (Jay 2003: 2-stage Lobatto IIIA–B SPARK; a "nonholonomic
   RATTLE"): P = p0 + (h/2)(−∇V(q0) + μ(q0)ᵀΛ1),  q1 = q0 + h G⁻¹P,  (μ(q0) + μ(q1)) G⁻¹P = 0;
   p1 = P + (h/2)(−∇V(q1) + μ(q1)ᵀΛ2),  μ(q1)G⁻¹p1 = 0. The first block is solved for hΛ1 by
   Newton (m unknowns), the second is an m × m linear solve. Order 2, symmetric, endpoint
@@ -54,7 +55,7 @@ from .base import Method, MomentumState, Scheme, StepInfo, Traits, momentum_init
 from .gni import metric_factor_fn
 
 _SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.1 (comparison methods, "
-           "reconstructed in discrete-gradients-2019.md §5)")
+           "our reconstructions: docs/theory/celledoni2019.md)")
 
 
 class DLAState(NamedTuple):
@@ -71,8 +72,8 @@ def _check_system(system, q0, name):
         raise InputError(f"{name}: affine constraints are not supported (Celledoni et al. 2019 compare "
                          "these methods on linear constraints only)")
     if not system.constant_metric(jnp.asarray(q0)):
-        raise InputError(f"{name} supports a constant mass matrix only (the spec's forms, G = I, extended "
-                         "to constant G); for a q-dependent G use dla-midpoint, gni-midpoint or gonzalez-r")
+        raise InputError(f"{name} supports a constant mass matrix only (the reconstructed forms, G = I, "
+                         "extended to constant G); for a q-dependent G use dla-midpoint, gni-midpoint or gonzalez-r")
 
 
 def _impulse_guess(system, f, mu, pstar):
@@ -217,7 +218,7 @@ def _methods():
             traits=_traits(
                 ("node constraint μ(q_k) G⁻¹p_k = 0",),
                 "v_k = G⁻¹p_k (on the constraint)",
-                f"{_SOURCE}; McLachlan–Perlmutter 2006 eq. (4.18) (spec §5.1); constant G, linear constraints",
+                f"{_SOURCE}; McLachlan–Perlmutter 2006 eq. (4.18); constant G, linear constraints",
                 "one Newton iteration when μ(q1) does not depend on the coordinates the impulse moves"),
             description="Semi-implicit DLA (drift–kick–drift) with the endpoint constraint; not energy-preserving."),
         IDLA(
@@ -227,7 +228,7 @@ def _methods():
                  "constraint='endpoint'",),
                 "v_k = G⁻¹P*p_k, the projected node momentum (default; raw p_k in traj.p); "
                 "v_k = G⁻¹p_k with constraint='endpoint'",
-                f"{_SOURCE}; classical DLA with the midpoint L_d (spec §5.2) and the endpoint "
+                f"{_SOURCE}; classical DLA with the midpoint L_d and the endpoint "
                 "alternative; constant G, linear constraints"),
             description="Implicit DLA, midpoint L_d: discrete midpoint constraint (default) or endpoint constraint."),
         SparkLobatto2(
@@ -235,7 +236,7 @@ def _methods():
             traits=_traits(
                 ("node constraint μ(q_k) G⁻¹p_k = 0",),
                 "v_k = G⁻¹p_k (on the constraint)",
-                f"{_SOURCE}; Jay 2003 (BIT 43:93) 2-stage Lobatto IIIA–B SPARK (spec §5.3); constant G, "
+                f"{_SOURCE}; Jay 2003 (BIT 43:93) 2-stage Lobatto IIIA–B SPARK; constant G, "
                 "linear constraints",
                 "one Newton iteration when μ(q1) does not depend on the coordinates the impulse moves"),
             description="2-stage Lobatto IIIA–B SPARK (nonholonomic RATTLE); not energy-preserving."),

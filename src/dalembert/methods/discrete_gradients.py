@@ -1,8 +1,8 @@
 """Energy-preserving discrete-gradient (DG) integrators on the almost-Poisson form.
 
 Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego, "Energy-preserving integrators
-applied to nonholonomic systems" (2019), §3 (the restatement §3,
-§4.1–§4.2). For ẋ = Π(x)∇H(x) with Π skew, the scheme (14) with Π̃ = Π(x̄), x̄ = (x + x')/2,
+applied to nonholonomic systems" (2019), §3.1–§3.2. For ẋ = Π(x)∇H(x) with Π skew, the scheme (14)
+with Π̃ = Π(x̄), x̄ = (x + x')/2,
 
     x' = x + h Π(x̄) ∇̄H(x, x')                                                    (14)
 
@@ -12,8 +12,9 @@ symmetric. On the reduced form of a nonholonomic system (ζ = (q, ρ)), the q-ro
 discrete constraint μ(q̄)(q' − q) = 0 exactly (Remark 3.3) and the node velocity
 v = X g_D⁻¹ ρ satisfies μ(q) v = 0 identically.
 
-Discrete gradients (spec §3): :func:`avf` (11) by Gauss–Legendre quadrature, :func:`gonzalez`
-(12), :func:`itoh_abe` (13) and the symmetrised :func:`itoh_abe_symmetric` (ours, spec §3.3).
+Discrete gradients (§3.1 of the paper): :func:`avf` (11) by Gauss–Legendre quadrature, :func:`gonzalez`
+(12), :func:`itoh_abe` (13) and the symmetrised :func:`itoh_abe_symmetric` (ours, not in the paper;
+docs/theory/celledoni2019.md).
 
 Registered methods: ``dg-avf``, ``dg-gonzalez``, ``dg-itoh-abe``, ``dg-itoh-abe-sym``,
 ``implicit-midpoint``. They integrate an :class:`~dalembert.systems.almost_poisson.AlmostPoissonSystem`
@@ -43,8 +44,9 @@ from ..systems.almost_poisson import DEGENERACY_TOL, AlmostPoissonSystem
 from ..systems.reduction import NonholonomicReduction
 from .base import Method, Scheme, StepInfo, Traits
 
-#: Default number of Gauss–Legendre nodes of the AVF discrete gradient (spec §3.1: 5 nodes give
-#: 3e-15 on the chaotic system at h = 0.1; 8 leaves a margin).
+#: Default number of Gauss–Legendre nodes of the AVF discrete gradient (our measurement, the paper does
+#: not say how it evaluates (11): 5 nodes give 3e-15 on the chaotic system at h = 0.1; 8 leaves a
+#: margin; docs/theory/celledoni2019.md).
 AVF_NODES = 8
 
 _SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019"
@@ -55,7 +57,7 @@ _SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019"
 # ---------------------------------------------------------------------------------------------
 
 def avf(H, nodes: int = AVF_NODES):
-    """Average-vector-field DG  ∇̄H(x, y) = ∫₀¹ ∇H((1 − ξ)x + ξy) dξ  (spec §3, eq. (11)).
+    """Average-vector-field DG  ∇̄H(x, y) = ∫₀¹ ∇H((1 − ξ)x + ξy) dξ  (Celledoni et al. 2019, eq. (11)).
 
     Parameters
     ----------
@@ -81,7 +83,7 @@ def avf(H, nodes: int = AVF_NODES):
 
 
 def gonzalez(H, grad=None):
-    """Gonzalez (midpoint) DG  (spec §3, eq. (12)):
+    """Gonzalez (midpoint) DG  (Celledoni et al. 2019, eq. (12)):
 
     ∇̄H(x, y) = ∇H(x̄) + [H(y) − H(x) − ∇H(x̄)ᵀΔ] Δ / |Δ|²,  Δ = y − x, x̄ = (x + y)/2,
     and ∇H(x̄) when Δ = 0. Symmetric; |·| is the Euclidean norm of the whole state.
@@ -105,7 +107,8 @@ def gonzalez(H, grad=None):
 
 
 def itoh_abe(H, *, small: float = 1e-2, nodes: int = 4):
-    """Itoh–Abe coordinate-increment DG (spec §3, eq. (13), last index N):
+    """Itoh–Abe coordinate-increment DG (Celledoni et al. 2019, eq. (13), last index N: erratum E5,
+    docs/theory/celledoni2019.md#e5):
 
     ∇̄H(x, y)_i = [H(y_1..y_i, x_{i+1}..x_N) − H(y_1..y_{i−1}, x_i..x_N)] / (y_i − x_i).
 
@@ -144,7 +147,8 @@ def itoh_abe(H, *, small: float = 1e-2, nodes: int = 4):
 
 
 def itoh_abe_symmetric(H, **kw):
-    """Symmetrised Itoh–Abe DG ½[∇̄₃H(x, y) + ∇̄₃H(y, x)] (spec §3.3, ours): symmetric, so (14)
+    """Symmetrised Itoh–Abe DG ½[∇̄₃H(x, y) + ∇̄₃H(y, x)] (ours, not in the paper;
+    docs/theory/celledoni2019.md): symmetric, so (14)
     with it is of order 2. Returns dg(x, y) -> (N,)."""
     ia = itoh_abe(H, **kw)
 
@@ -181,7 +185,8 @@ def discrete_gradient(kind: str, H, **options):
 def dg_step_fn(ap: AlmostPoissonSystem, dg, *, rtol: float = RTOL, max_iter: int = MAX_ITER,
                jacobian: str = "exact", newton_update: str = "simplified", autodiff: str = "rev"):
     """step(x (N,), h) -> (x' (N,), StepInfo): one step of (14) with Π̃ = Π(x̄), by Newton
-    (explicit-Euler predictor; spec §4.5). A chart that degenerates at x̄ or x' (see
+    (explicit-Euler predictor; our choice, the paper does not specify its solver:
+    docs/theory/celledoni2019.md). A chart that degenerates at x̄ or x' (see
     :class:`AlmostPoissonSystem`) marks the step as failed (cause CHART).
 
     The Newton test is componentwise and accepts an update at the round-off of the residual's
@@ -373,7 +378,7 @@ def _methods():
         DiscreteGradientMethod(
             name="dg-itoh-abe-sym", gradient="itoh-abe-sym",
             traits=_traits(2, True, "itoh-abe-sym",
-                           "(14) with Π(x̄) and the symmetrised Itoh–Abe DG (spec §3.3, ours)"),
+                           "(14) with Π(x̄) and the symmetrised Itoh–Abe DG (ours, not in the paper)"),
             description="Discrete gradient (14) with the symmetrised Itoh–Abe DG; energy-exact, order 2."),
         DiscreteGradientMethod(
             name="implicit-midpoint", gradient="midpoint",

@@ -4,9 +4,9 @@ The GNI accepts *any* discrete Lagrangian: a callable ``L_d(q0, q1, h) -> scalar
 q0 and q1 of shape (n,), h a scalar), or a :class:`DiscreteLagrangian`, which builds one from a
 system. Scaling convention: ``L_d = h·L(...)`` so that momenta are physical (``p ≈ ∂L/∂q̇``);
 the 2008 paper's examples omit the factor h, which changes no iterate
-(``gni-2008-momentum-energy.md`` §1.3).
+(docs/theory/ferraro2008.md).
 
-Source: Ferraro–Jiménez–Martín de Diego 2015, PUB (10), (16) (A, B, Störmer–Verlet); the midpoint
+Source: Ferraro–Jiménez–Martín de Diego 2015, (10), (16) (A, B, Störmer–Verlet); the midpoint
 rule of Definition 4.1's examples and of Ferraro–Iglesias–Martín de Diego 2008 §5.
 """
 from __future__ import annotations
@@ -72,11 +72,11 @@ def _midpoint(system):
     return L_d
 
 
-#: L_d^A = h L(q0, Δq/h)  (PUB (10)): potential and metric at the left node.
+#: L_d^A = h L(q0, Δq/h)  (FJMdD 2015 (10)): potential and metric at the left node.
 euler_a = DiscreteLagrangian("euler-a", _euler_a, potential_weight=1.0)
-#: L_d^B = h L(q1, Δq/h)  (PUB (10)): potential and metric at the right node.
+#: L_d^B = h L(q1, Δq/h)  (FJMdD 2015 (10)): potential and metric at the right node.
 euler_b = DiscreteLagrangian("euler-b", _euler_b, potential_weight=0.0)
-#: L_d^SV = ½ (L_d^A + L_d^B)  (PUB (16)): the Störmer–Verlet / trapezoidal rule.
+#: L_d^SV = ½ (L_d^A + L_d^B)  (FJMdD 2015 (16)): the Störmer–Verlet / trapezoidal rule.
 stormer_verlet = DiscreteLagrangian("stormer-verlet", _stormer_verlet, potential_weight=0.5,
                                     symmetric=True)
 #: L_d^mid = h L((q0+q1)/2, Δq/h): the midpoint rule.

@@ -1,7 +1,7 @@
 """Classical discrete Lagrange–d'Alembert (DLA) integrator (Cortés–Martínez 2001).
 
 As used for comparison by Ferraro–Iglesias–Martín de Diego 2008
-(the restatement §2.6): the same discrete Lagrangian as the GNI,
+(§5, after Cortés–Martínez [10]): the same discrete Lagrangian as the GNI,
 but a *discrete constraint* replaces the reflection. Unknowns (q_{k+1}, λ_k):
 
     D1 L_d(q_k, q_{k+1}) + D2 L_d(q_{k−1}, q_k) = μ(q_k)ᵀ λ_k
@@ -39,8 +39,9 @@ def midpoint_constraint(system) -> Callable:
 
 def left_point_constraint(system) -> Callable:
     """ω_d(q0, q1, h) = μ(q0)(q1 − q0)/h − ν(q0): the left-point ("bad") discrete constraint of
-    Ferraro–Iglesias–Martín de Diego 2008 Example 3 (spec §4: "(x2 − x1) sin θ1 − (y2 − y1) cos θ1
-    = 0"); shape (m,). Consistent, but its error is 1–2 orders larger than the midpoint one (T15)."""
+    Ferraro–Iglesias–Martín de Diego 2008 Example 3 (the paper's "(x2 − x1) sin θ1 − (y2 − y1) cos θ1
+    = 0"); shape (m,). Consistent, but its error is 1–2 orders larger than the midpoint one (the
+    paper's claim on Fig. 5)."""
     def omega(q0, q1, h):
         return linalg.mv(system.constraint_matrix(q0), q1 - q0) / h - system.constraint_rhs(q0)
     return omega
@@ -57,7 +58,7 @@ def dla_variant(name: str, discrete_constraint, discrete_lagrangian=None, order:
         preserves=(f"discrete constraint {getattr(discrete_constraint, '__name__', 'ω_d')} = 0",),
         node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
         source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 (2008) "
-               "§2.6 / Example 3 (the \"bad\" discrete constraint)", family="dla",
+               "§5, Example 3 (the \"bad\" discrete constraint)", family="dla",
         integrates=("nonholonomic",)),
         description=description, discrete_lagrangian=discrete_lagrangian or discrete_lagrangians.midpoint,
         discrete_constraint=discrete_constraint)
@@ -121,7 +122,7 @@ METHODS = (
             preserves=("discrete constraint μ(q̄)(q_{k+1}−q_k)/h = ν(q̄)",),
             node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
             source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 "
-                   "(2008) §2.6 / §5 (midpoint L_d and midpoint discrete constraint)",
+                   "(2008) §5 (midpoint L_d and midpoint discrete constraint)",
             family="dla", integrates=("nonholonomic",)),
         description="Discrete Lagrange–d'Alembert with midpoint L_d and midpoint discrete constraint.",
         discrete_lagrangian=dls.midpoint),

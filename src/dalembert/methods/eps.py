@@ -3,46 +3,51 @@ any matrix Lie group of :mod:`dalembert.lie.groups` (``EulerPoincareSuslovSystem
 (𝕀ω) × ω becomes ad*_ω(𝕀ω), hat/Cayley/exp and dτ⁻¹ those of G, "3" below dim G; the Newton
 Jacobians are then taken by autodiff).
 
-Spec: the restatement §2.4–§2.6. All schemes act on an
-:class:`~dalembert.systems.euler_poincare_suslov.EulerPoincareSuslovSystem` (𝕀 ω̇ = 𝕀ω×ω + Aᵀλ,
+Jiménez–Scheurle 2015 §4.1, §5.4 and §6 (docs/theory/jimenez-scheurle2015.md). All schemes act on
+an :class:`~dalembert.systems.euler_poincare_suslov.EulerPoincareSuslovSystem` (𝕀 ω̇ = 𝕀ω×ω + Aᵀλ,
 A ω = 0, Ṙ = R hat(ω)) and follow the DREPS algorithm (Def. 5.6):
 
 1. ω_{k+1} (and a multiplier) from a discretisation of the EPS equations that keeps A ω = 0;
 2. the group by a retraction τ (default Cayley): R_{k+1} = R_k τ(h ω_k) — the paper's
-   **left-endpoint** reconstruction (S5, Algorithm 5.6), globally first order in R (Thm 5.2(2),
-   erratum E16); or, as an extension that is *not in the paper* (S6),
-   ``reconstruction="midpoint"``: R_{k+1} = R_k τ(h (ω_k + ω_{k+1})/2), second order.
+   **left-endpoint** reconstruction (Def. 5.6), globally first order in R (Thm 5.2(2),
+   erratum E16, docs/theory/jimenez-scheurle2015.md#e16); or, as an extension that is *not in the
+   paper* (ours, docs/theory/jimenez-scheurle2015.md), ``reconstruction="midpoint"``:
+   R_{k+1} = R_k τ(h (ω_k + ω_{k+1})/2), second order.
 
-Either way R_k ∈ SO(3) to round-off (P40, Prop 5.1) and A ω_k = 0 to round-off (T14, T15).
+Either way R_k ∈ SO(3) to round-off ((40), Prop 5.1) and A ω_k = 0 to round-off (Prop 5.1; Figs 1e,
+2e).
 
 Registered methods
 ------------------
-``dreps-euler``, ``dreps-rk4`` (S1, Prop 6.1): an explicit one-step method Φ of order p (Euler,
+``dreps-euler``, ``dreps-rk4`` ((54)–(55), Prop 6.1): an explicit one-step method Φ of order p (Euler,
 classical RK4) for the projected ODE ω̇ = h(ω); ω_{k+1} = P Φ_h(ω_k) (P the 𝕀-orthogonal
 projector onto ker A, which removes round-off drift only); multiplier λ_{k+1} = λ(ω_{k+1}), order
-(p, p). Option ``multiplier="rk4-predictor"`` (the realisable form of Remark 6.1, erratum E18):
+(p, p). Option ``multiplier="rk4-predictor"`` (our realisable form of Remark 6.1, erratum E18,
+docs/theory/jimenez-scheurle2015.md#e18):
 λ_{k+1} = λ(Ψ_h(ω_k)) with Ψ = RK4, multiplier order 4 while ω_{k+1} is unchanged.
 
-``eps-midpoint`` (S2, the paper's "(2,1) DREPS midpoint rule" of Figs 1–2, order (2,2) by E4):
+``eps-midpoint`` (the paper's "(2,1) DREPS midpoint rule" of §6.2, Figs 1–2; order (2,2) by Prop 6.1,
+erratum E4, docs/theory/jimenez-scheurle2015.md#e4):
 implicit midpoint with ω̄ = (ω_k + ω_{k+1})/2,
     𝕀(ω_{k+1} − ω_k) = h (𝕀ω̄) × ω̄ + h Aᵀμ ,   A ω_{k+1} = 0,
 solved by Newton for (ω_{k+1}, μ); λ_{k+1} = λ(ω_{k+1}) (option ``multiplier="discrete"``: μ,
 which approximates λ(t_k + h/2)). It conserves E = ½ωᵀ𝕀ω exactly (to the Newton tolerance) for
 any h: E_{k+1} − E_k = ω̄·𝕀Δω = h ω̄·(𝕀ω̄×ω̄) + h μ·Aω̄ = 0.
 
-``eps-variational`` (S3, (P56)/(P58), Prop 6.2): the discrete EPS equations on 𝔤 for
+``eps-variational`` ((56)/(58), Prop 6.2): the discrete EPS equations on 𝔤 for
 l̃_d = h l, φ̃_d = ⟨a, ·⟩ and a retraction τ, divided by h²:
     [(dτ⁻¹_{hω_{k+1}})ᵀ 𝕀ω_{k+1} − (dτ⁻¹_{−hω_k})ᵀ 𝕀ω_k] / h = Aᵀλ_{k+1} ,  A ω_{k+1} = 0.
-Order 2 in ω (self-adjoint discrete Lagrangian). Multipliers (erratum E1):
-``multiplier="consistent"`` (default): λ_{k+1} above — the (P56) multiplier with the correct
+Order 2 in ω (self-adjoint discrete Lagrangian). Multipliers (erratum E1,
+docs/theory/jimenez-scheurle2015.md#e1):
+``multiplier="consistent"`` (default): λ_{k+1} above — the (56) multiplier with the correct
 (3,3) entry of dcay⁻¹; it approximates λ(t_k + h/2) to O(h²) (and λ(t_{k+1}) to O(h));
-``multiplier="paper59"``: the paper's printed (P59), λ⁽⁵⁹⁾ = λ_{k+1} − (AAᵀ)⁻¹A𝕀(ω_{k+1} − ω_k)/h,
+``multiplier="paper59"``: the paper's printed (59), λ⁽⁵⁹⁾ = λ_{k+1} − (AAᵀ)⁻¹A𝕀(ω_{k+1} − ω_k)/h,
 which for a = e3 is ½[q(u_{k+1}) + q(u_k)]; it is inconsistent (error → n·ω̇ ≠ 0, Prop 6.2).
-The node velocity ω_k is reported at t_k as in the paper (erratum E15: it is naturally the
-interval-average velocity ≈ ω(t_k + h/2)).
+The node velocity ω_k is reported at t_k as in the paper (erratum E15,
+docs/theory/jimenez-scheurle2015.md#e15: it is naturally the interval-average velocity ≈ ω(t_k + h/2)).
 
-Cross-check (T18, Thm 4.3 / Cor 4.4): :func:`group_deps_residual` evaluates the group-level
-discrete EPS equations (P29) for l_d(W) = h l(cay⁻¹(W)/h) by autodiff.
+Cross-check (Thm 4.3 / Cor 4.4): :func:`group_deps_residual` evaluates the group-level
+discrete EPS equations (29) for l_d(W) = h l(cay⁻¹(W)/h) by autodiff.
 
 Reported at the nodes (``observe``): R (3, 3), omega (3,) and lam (m,) — the continuous-convention
 multiplier of the step that ended at t_k (λ(ω_0) at k = 0).
@@ -104,8 +109,8 @@ def _reconstruct(tau, reconstruction, system=None):
         return lambda R, w0, w1, h: mm(R, tau.tau(h * w0))
     if reconstruction == "midpoint":
         return lambda R, w0, w1, h: mm(R, tau.tau(0.5 * h * (w0 + w1)))
-    raise InputError(f"reconstruction must be 'left' (the paper's, S5) or 'midpoint' (S6); got "
-                     f"{reconstruction!r}")
+    raise InputError(f"reconstruction must be 'left' (the paper's, Def. 5.6) or 'midpoint' "
+                     f"(ours, not in the paper); got {reconstruction!r}")
 
 
 def _observe(state, h):
@@ -127,11 +132,11 @@ def euler_step(f, w, h):
 
 
 # ---------------------------------------------------------------------------------------------
-# S1: explicit DREPS
+# explicit DREPS ((54)–(55), Prop 6.1)
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class DREPS(Method):
-    """Explicit DREPS (S1): ω_{k+1} = P Φ_h(ω_k), λ_{k+1} = λ(ω_{k+1}) (see module doc).
+    """Explicit DREPS ((54)–(55)): ω_{k+1} = P Φ_h(ω_k), λ_{k+1} = λ(ω_{k+1}) (see module doc).
 
     ``one_step``: "euler" or "rk4".  Build options: retraction ("cayley" | "exponential" |
     a Retraction), reconstruction ("left" | "midpoint"), multiplier ("node" | "rk4-predictor").
@@ -167,7 +172,7 @@ class DREPS(Method):
 
 
 # ---------------------------------------------------------------------------------------------
-# S2: implicit midpoint
+# implicit midpoint (the paper's "DREPS midpoint rule", §6.2)
 # ---------------------------------------------------------------------------------------------
 def _solve_newton(F, J, x0, rtol, max_iter):
     res = newton(F, x0, jacobian=J, rtol=rtol, max_iter=max_iter)
@@ -184,7 +189,7 @@ def _block(J11, A):
 
 @dataclass(frozen=True, eq=False)
 class EPSMidpoint(Method):
-    """Implicit midpoint rule for the EPS equations (S2); exact energy (see module doc).
+    """Implicit midpoint rule for the EPS equations (§6.2); exact energy (see module doc).
 
     Build options: retraction, reconstruction ("left" | "midpoint"), multiplier ("node" |
     "discrete"), rtol, max_iter (Newton).
@@ -232,17 +237,17 @@ class EPSMidpoint(Method):
 
 
 # ---------------------------------------------------------------------------------------------
-# S3: variational integrator (discrete EPS on the algebra through a retraction)
+# variational integrator (discrete EPS on the algebra through a retraction; (56), (58))
 # ---------------------------------------------------------------------------------------------
 def dual_momentum(tau, I, w, h):
-    """(dτ⁻¹_{h w})ᵀ 𝕀 w, shape (d,) — the discrete momentum of (P56) divided by h."""
+    """(dτ⁻¹_{h w})ᵀ 𝕀 w, shape (d,) — the discrete momentum of (56) divided by h."""
     Iw = so3.matvec(I, w) if w.shape == (3,) else linalg.mv(I, w)
     return linalg.vm(Iw, tau.dtau_inv(h * w))
 
 
 @dataclass(frozen=True, eq=False)
 class EPSVariational(Method):
-    """Discrete EPS on so(3) through a retraction (S3, (P56)/(P58)); see module doc.
+    """Discrete EPS on so(3) through a retraction ((56)/(58)); see module doc.
 
     Build options: retraction, reconstruction ("left" | "midpoint"), multiplier ("consistent" |
     "paper59"), rtol, max_iter.
@@ -265,7 +270,7 @@ class EPSVariational(Method):
             dual = lambda w, h: dual_momentum(tau, I, w, h)                     # noqa: E731
             prev = lambda w, h: -dual_momentum(tau, I, -w, h)                   # noqa: E731
             dmom = lambda w1, w0: system.momentum(w1 - w0)                      # noqa: E731
-        else:   # (P56) with ∇l: (dτ⁻¹_{±hω})ᵀ ∂l/∂ω(ω)
+        else:   # (56) with ∇l: (dτ⁻¹_{±hω})ᵀ ∂l/∂ω(ω)
             dual = lambda w, h: linalg.vm(system.momentum(w), tau.dtau_inv(h * w))    # noqa: E731
             prev = lambda w, h: linalg.vm(system.momentum(w), tau.dtau_inv(-h * w))   # noqa: E731
             dmom = lambda w1, w0: system.momentum(w1) - system.momentum(w0)         # noqa: E731
@@ -305,12 +310,12 @@ class EPSVariational(Method):
 
 
 def group_deps_residual(system, W0, W1, h):
-    """Group-level discrete EPS residual (P29a) for l_d(W) = h·l(cay⁻¹(W)/h)  (T18).
+    """Group-level discrete EPS residual (29a) for l_d(W) = h·l(cay⁻¹(W)/h)  (Thm 4.3).
 
     −r*_{W1} l_d'(W1) + ℓ*_{W0} l_d'(W0), with r*_W l_d'(W) ↔ 2 vee(skew(∇l_d(W) Wᵀ)) and
-    ℓ*_W l_d'(W) ↔ 2 vee(skew(Wᵀ ∇l_d(W))) (spec §2.3), ∇l_d the Euclidean gradient of the
-    rational extension of cay⁻¹ (autodiff). For displacements W_k = cay(h ω_k) of the
-    ``eps-variational`` scheme (Cayley) it equals −h λ_{k+1}·A (λ_(P29) = −λ_(P56)/h, Cor 4.4).
+    ℓ*_W l_d'(W) ↔ 2 vee(skew(Wᵀ ∇l_d(W))) (our matrix form of the paper's §4,
+    docs/theory/jimenez-scheurle2015.md), ∇l_d the Euclidean gradient of the rational extension of cay⁻¹
+    (autodiff). For displacements W_k = cay(h ω_k) of the ``eps-variational`` scheme (Cayley) it equals −h λ_{k+1}·A (λ_(29) = −λ_(56)/h, Cor 4.4).
 
     W0, W1: (3, 3); h: step. Returns (3,).
     """
@@ -333,18 +338,18 @@ def eps_traits(order, symmetric, implicit, preserves, node_velocity, source):
                   integrates=("euler-poincare-suslov",))
 
 
-_GROUP = ("R_k ∈ SO(3) (Cayley/exp reconstruction, P40)", "A ω_k = 0 (reduced constraint)")
+_GROUP = ("R_k ∈ SO(3) (Cayley/exp reconstruction, (40))", "A ω_k = 0 (reduced constraint)")
 
 
 _NODE = "ω_k at t_k (A ω_k = 0 to round-off); R_k from the reconstruction; lam: see module doc"
 _RECON = (" Traits (order, symmetric) describe the ω map: R is globally first order with the paper's "
           "left-endpoint reconstruction (Thm 5.2(2)), and the (R, ω) map is time-symmetric only with "
-          "reconstruction='midpoint' (S6, second order in R).")
+          "reconstruction='midpoint' (ours, not in the paper; second order in R).")
 
 dreps_euler = DREPS(
     name="dreps-euler",
     traits=eps_traits(1, False, False, _GROUP, _NODE,
-                      f"{_PAPER}, Def. 5.6 and (P54)–(P55) with explicit Euler (S1, Prop 6.1)"),
+                      f"{_PAPER}, Def. 5.6 and (54)–(55) with explicit Euler (Prop 6.1)"),
     description="DREPS with explicit Euler on the projected EPS ODE, λ_{k+1} = λ(ω_{k+1}), Cayley "
                 "reconstruction." + _RECON,
     one_step="euler")
@@ -352,7 +357,8 @@ dreps_euler = DREPS(
 dreps_rk4 = DREPS(
     name="dreps-rk4",
     traits=eps_traits(4, False, False, _GROUP, _NODE,
-                      f"{_PAPER}, Def. 5.6 and (P54)–(P55) with classical RK4 (S1, S4, Prop 6.1)"),
+                      f"{_PAPER}, Def. 5.6 and (54)–(55) with classical RK4 (Prop 6.1; the "
+                      "paper's reference solver)"),
     description="DREPS with RK4 on the projected EPS ODE (the paper's reference solver), "
                 "λ_{k+1} = λ(ω_{k+1}); option multiplier='rk4-predictor'." + _RECON,
     one_step="rk4")
@@ -360,15 +366,16 @@ dreps_rk4 = DREPS(
 eps_midpoint = EPSMidpoint(
     name="eps-midpoint",
     traits=eps_traits(2, True, True, _GROUP + ("energy ½ωᵀ𝕀ω (to the Newton tolerance)",), _NODE,
-                      f"{_PAPER}, §6.2 'DREPS midpoint rule' (S2), Figs 1–2; order (2,2) (E4)"),
+                      f"{_PAPER}, §6.2 'DREPS midpoint rule', Figs 1–2; order (2,2) "
+                      "(erratum E4)"),
     description="Implicit midpoint rule for the EPS equations: exact energy, λ_{k+1} = λ(ω_{k+1})."
                 + _RECON)
 
 eps_variational = EPSVariational(
     name="eps-variational",
     traits=eps_traits(2, True, True, _GROUP + ("discrete constraint: W_k = τ(hω_k) ∈ 𝒮 (Prop 5.2)",),
-                      _NODE + " (ω_k ≈ interval-average velocity, E15)",
-                      f"{_PAPER}, (P56), (P58); multiplier (P59) ('paper59') or corrected (E1, "
+                      _NODE + " (ω_k ≈ interval-average velocity, erratum E15)",
+                      f"{_PAPER}, (56), (58); multiplier (59) ('paper59') or corrected (erratum E1, "
                       f"'consistent', default); Prop 6.2"),
     description="Variational discrete EPS integrator (l̃_d = h l, Cayley retraction)." + _RECON)
 

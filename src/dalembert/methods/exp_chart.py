@@ -1,7 +1,7 @@
 """``gni-exp-chart``: the unreduced affine GNI in exponential coordinates on Rⁿ × R³.
 
-Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) §7.4.2 (the inhomogeneous rolling ball;
-the restatement §5.3, §2.4, §6 R17/R19, erratum 14).
+Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) §7.4.2 (the inhomogeneous rolling ball,
+Figs 3–4; the data the paper leaves out: erratum E14, docs/theory/ferraro2015.md#e14).
 
 A left-trivialised :class:`~dalembert.systems.reduced.ReducedSystem` on Rⁿ × SO(3) (metric
 G̃(x, R), constraint covectors μ̃(x, R) with rows [μ | η] acting on (ẋ, Ω), Ω = RᵀṘ the body
@@ -9,7 +9,7 @@ velocity, affine term ν̃(x, R), potential Ṽ(x, R)) is pulled back by the cha
 
     Ξ(x, ρ) = (x, exp(ρ̂)),      Ω = dexp_{−ρ} ρ̇ = A(ρ) ρ̇,      ω = R Ω = dexp_{ρ} ρ̇
 
-(A(ρ) = I − a ρ̂ + b ρ̂², a = (1 − cos θ)/θ², b = (θ − sin θ)/θ³, θ = |ρ|; spec §5.3) to a
+(A(ρ) = I − a ρ̂ + b ρ̂², a = (1 − cos θ)/θ², b = (θ − sin θ)/θ³, θ = |ρ|; the paper's Ω, ω of §7.4.2) to a
 :class:`~dalembert.systems.nonholonomic.NonholonomicSystem` on q = (x, ρ) ∈ R^{n+3}
 (:func:`exp_chart_system`):
 
@@ -18,21 +18,21 @@ velocity, affine term ν̃(x, R), potential Ṽ(x, R)) is pulled back by the cha
 
 and integrated by the existing affine GNI (Definition 6.1, :class:`~dalembert.methods.gni.GNI`)
 with the Euler-A discrete Lagrangian L_d = h L(q_k, (q_{k+1} − q_k)/h) — the paper's choice. The
-metric depends on q, so the scheme is **first order** (spec §5.3, R17) and implicit (Newton on
+metric depends on q, so the scheme is **first order** (docs/theory/ferraro2015.md) and implicit (Newton on
 n + 3 unknowns per step).
 
-Chart re-centring (not in the paper; spec §5.3 [OURS]). dexp_ρ is singular at |ρ| = 2π and the
-ball turns through tens of radians. After every step, inside the compiled step (``lax.cond``),
-if |ρ_{k+1}| > π + 0.5 the node is moved to the other chart point of the same rotation,
+Chart re-centring (ours, not in the paper; docs/theory/ferraro2015.md). dexp_ρ is singular at
+|ρ| = 2π and the ball turns through tens of radians. After every step, inside the compiled step
+(``lax.cond``), if |ρ_{k+1}| > π + 0.5 the node is moved to the other chart point of the same rotation,
 ρ' = ψ(ρ) = ρ (1 − 2π/|ρ|) (|ρ'| = 2π − |ρ| < π − 0.5), and the carried pre-momentum covector
 p⁺ (and the carried ∇V) is transformed by the chart change: p' = Dψ(ρ)^{−T} p with
 Dψ = (1 − 2π/θ) I + 2π ρρᵀ/θ³ (equivalently p'_ρ = A(ρ')ᵀ A(ρ)^{−T} p_ρ: the body momentum is
-unchanged). **Caveat**: the discrete Lagrangian is chart-dependent, so each re-centring changes
-the scheme a little and the discrete energy jumps there. The spec (§5.3), re-centring both
-nodes of the two-step form and measuring the forward-velocity energy, reports jumps of about
-3e-3 at h = 0.01; with the covector transport here the reported (averaged-momentum) energy jumps
-by 3.2e-5 at h = 0.01 and 4.0e-6 at h = 0.005 on the Fig 4 data (typical per-step change
-7e-6 / 1.8e-6). ``lie-gni`` avoids charts altogether.
+unchanged). **Caveat**: the discrete Lagrangian is chart-dependent, so each re-centring changes the scheme a little and the discrete energy jumps there.
+Our earlier two-step reproduction (docs/theory/ferraro2015.md), re-centring both nodes of the two-step
+form and measuring the forward-velocity energy, reports jumps of about 3e-3 at h = 0.01; with the
+covector transport here the reported (averaged-momentum) energy jumps by 3.2e-5 at h = 0.01 and 4.0e-6
+at h = 0.005 on the Fig 4 data (typical per-step change 7e-6 / 1.8e-6). ``lie-gni`` avoids charts
+altogether.
 
 Start-up from the ReducedSystem's state (x0, R0, ẋ0, ξ0): ρ0 = log R0, ρ̇0 = A(ρ0)⁻¹ ξ0; then the
 GNI start-up (``startup="consistent"`` (default) or ``"legendre"``, see
@@ -63,7 +63,7 @@ from .gni import GNI, GNIState
 
 _PUB = "Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871"
 
-#: re-centre the chart when |ρ| exceeds this (spec §5.3)
+#: re-centre the chart when |ρ| exceeds this (our choice; docs/theory/ferraro2015.md)
 RECENTRE_AT = np.pi + 0.5
 
 
@@ -76,12 +76,12 @@ def A_matrix(rho):
 
 
 def body_velocity(rho, rhodot):
-    """Ω = A(ρ) ρ̇ (3,), the body angular velocity of exp(ρ̂(t)) (spec §5.3)."""
+    """Ω = A(ρ) ρ̇ (3,), the body angular velocity of exp(ρ̂(t)) (FJMdD 2015 §7.4.2)."""
     return so3.matvec(A_matrix(rho), rhodot)
 
 
 def spatial_velocity(rho, rhodot):
-    """ω = dexp_ρ ρ̇ (3,), the spatial angular velocity of exp(ρ̂(t)) (spec §5.3)."""
+    """ω = dexp_ρ ρ̇ (3,), the spatial angular velocity of exp(ρ̂(t)) (FJMdD 2015 §7.4.2)."""
     return so3.matvec(so3.dexp(jnp.asarray(rho, jnp.float64)), rhodot)
 
 
@@ -232,7 +232,7 @@ exp_chart_gni = ExpChartGNI(
         node_velocity="(ẋ_k, ξ_k = A(ρ_k)ρ̇_k) from G⁻¹p̄_k, p̄_k = P*p⁺_k + Q*Π (the averaged chart momentum)",
         source=(f"{_PUB}, §7.4.2 (unreduced affine GNI in exponential coordinates, Euler-A L_d); "
                 "chart re-centring ρ ↦ ρ(1 − 2π/|ρ|) at |ρ| > π + 0.5 with covector transport "
-                "(gni-2015-new-developments.md §5.3; energy jumps O(h) at re-centrings)"),
+                "(ours, not in the paper; energy jumps O(h) at re-centrings)"),
         family="exp-chart", integrates=("reduced",)),
     description="Unreduced affine GNI (Euler-A L_d) of a left-trivialised R^n×SO(3) system in "
                 "exponential coordinates, with chart re-centring; first order.",

@@ -1,11 +1,11 @@
 """The geometric nonholonomic integrator (GNI) on R^n, for any discrete Lagrangian.
 
 Definition 4.1 / 6.1 of Ferraro, Jiménez, Martín de Diego, "New developments on the geometric
-nonholonomic integrator", Nonlinearity 28 (2015) (the restatement
-§2.1, §2.4), in its one-step form on T*Q (spec §2.1, "recommended implementation form"):
+nonholonomic integrator", Nonlinearity 28 (2015), (7)–(9) and (26)–(27), in its one-step form on T*Q
+(our implementation form, equivalent to (8); docs/theory/ferraro2015.md):
 
     state (q_k, p⁺_k),  p⁺_k = D2 L_d(q_{k−1}, q_k)
-    1. p⁻_k = (P − Q)*_{q_k} p⁺_k + 2 Q*_{q_k} Π(q_k)           (reflection; PUB (8), (26))
+    1. p⁻_k = (P − Q)*_{q_k} p⁺_k + 2 Q*_{q_k} Π(q_k)           (reflection; (8), (26))
     2. solve −D1 L_d(q_k, q_{k+1}, h) = p⁻_k for q_{k+1}         (Newton; Jacobian −D12 L_d)
     3. p⁺_{k+1} = D2 L_d(q_k, q_{k+1}, h)
 
@@ -14,15 +14,16 @@ Start-up (option ``startup``): ``"consistent"`` (default) p⁺_0 = G v_0 − (h/
 period 2); see :func:`startup_init`.
 
 Reported at the nodes: q_k; the averaged momentum p̄_k = (p⁺_k + p⁻_k)/2 = P* p⁺_k + Q* Π, which
-satisfies the constraint exactly (PUB (9b), (27b)); v_k = G⁻¹ p̄_k; and the multiplier
-λ_k = −(2/h) C⁻¹ (μ G⁻¹ p⁺_k − ν) in the Lagrange–d'Alembert sign convention (from PUB (9a):
+satisfies the constraint exactly ((9b), (27b)); v_k = G⁻¹ p̄_k; and the multiplier
+λ_k = −(2/h) C⁻¹ (μ G⁻¹ p⁺_k − ν) in the Lagrange–d'Alembert sign convention (from (9a):
 D1 L_d + D2 L_d = −h μᵀ λ).
 
 Fast path: when G is constant and L_d is Euler A, Euler B or Störmer–Verlet, step 2 is explicit
-(spec §2.2, §2.4 closed forms): with a the weight of ∇V at the left node,
+(closed forms of §5 and §6 of the paper; docs/theory/ferraro2015.md): with a the weight of ∇V at the
+left node,
 ``p_{k+½} = p⁻_k − a h ∇V(q_k)``, ``q_{k+1} = q_k + h G⁻¹ p_{k+½}``,
 ``p⁺_{k+1} = p_{k+½} − (1 − a) h ∇V(q_{k+1})`` — one m×m solve per step.
-With L_d^SV this is McLachlan–Perlmutter's nonholonomic RATTLE (PUB Remark 5.1, §6.1).
+With L_d^SV this is McLachlan–Perlmutter's nonholonomic RATTLE (Remark 5.1, §6.1).
 """
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def reflection_coefficients(system, q, p, factor):
 
 
 def affine_reflection(system, q, p, factor=None, coefficients=reflection_coefficients):
-    """(P − Q)*p + 2 Q*Π at q, shape (n,): the GNI momentum jump (PUB (8), (26)); an involution.
+    """(P − Q)*p + 2 Q*Π at q, shape (n,): the GNI momentum jump ((8), (26)); an involution.
     ``coefficients``: the (s, μ) of another complement (:func:`complement_coefficients`)."""
     f = factor if factor is not None else system.factor_metric(q)
     s, mu = coefficients(system, q, p, f)
@@ -81,9 +82,9 @@ def affine_reflection(system, q, p, factor=None, coefficients=reflection_coeffic
 
 
 def complement_coefficients(system, complement):
-    """The reflection coefficients for a user-chosen complement of D (spec §2.1, "Choosing the
-    projector"; Theorem 2 holds for any complement, Theorem 1 and "constraints in average" only for
-    the metric-orthogonal one).
+    """The reflection coefficients for a user-chosen complement of D (Ferraro–Iglesias–Martín de
+    Diego 2008 §4.1, §4.5; docs/theory/ferraro2008.md; Theorem 2 holds for any complement, Theorem 1
+    and "constraints in average" only for the metric-orthogonal one).
 
     complement : callable q (n,) -> Z (n, m) whose columns span the complement W_q of D_q = ker μ(q)
         (μ(q) Z(q) must be invertible). Then Q = Z(μZ)⁻¹μ projects onto W_q along D_q and
@@ -139,7 +140,8 @@ def startup_init(system, startup: str = "consistent"):
 
     ``"consistent"`` (default): p⁺_0 = G v0 − (h/2) μᵀ λ(q0, v0), the value D2 L_d(q(−h), q(0))
     takes on the exact motion to O(h²) (the constraint impulse of the half interval before t_0;
-    ``gni-2008-momentum-energy.md`` §2.1, §7.1). The multiplier output λ_k is then second order.
+    our start-up, not in the paper: docs/theory/ferraro2008.md). The multiplier output λ_k is then
+    second order.
     ``"legendre"``: p⁺_0 = G v0, the paper's p⁺_0 = p_0. Positions keep their order, but the
     reported λ_k starts a period-2 oscillation (about 0 and 2λ alternately) that never decays.
     Both give the same reported v_0 (P* removes the μᵀλ term).
@@ -170,8 +172,8 @@ class GNI(Method):
     complement : None (default: the metric-orthogonal complement D⊥) or a callable
         q -> Z (n, m) whose columns span another complement of D (linear constraints only); see
         :func:`complement_coefficients`. Theorem 2 (momentum equation) still holds; energy
-        (Theorem 1), "constraints in average" and stability do not (spec T22). Raises InputError
-        when μ(q0)Z(q0) is singular or the shapes are wrong.
+        (Theorem 1), "constraints in average" and stability do not (our measurement:
+        docs/theory/ferraro2008.md). Raises InputError when μ(q0)Z(q0) is singular or the shapes are wrong.
     """
 
     discrete_lagrangian: Any = None
@@ -280,19 +282,22 @@ def _registered():
         discrete_lagrangian=dls.stormer_verlet)
     euler_a = GNI(
         name="gni-euler-a",
-        traits=_gni_traits(1, False, f"{_PUB}, (10)-(11), (13), erratum 1 (implemented from L_d^A)",
+        traits=_gni_traits(1, False, f"{_PUB}, (10)-(11), (13); implemented from L_d^A (erratum E1, "
+                           "docs/theory/ferraro2015.md#e1)",
                            "constant mass matrix"),
         description="GNI extension of symplectic Euler A: reflect, then kick (potential at the left node).",
         discrete_lagrangian=dls.euler_a)
     euler_b = GNI(
         name="gni-euler-b",
-        traits=_gni_traits(1, False, f"{_PUB}, (10), (12), (14), erratum 1 (implemented from L_d^B)",
+        traits=_gni_traits(1, False, f"{_PUB}, (10), (12), (14); implemented from L_d^B (erratum E1, "
+                           "docs/theory/ferraro2015.md#e1)",
                            "constant mass matrix"),
         description="GNI extension of symplectic Euler B: kick, then reflect (potential at the right node).",
         discrete_lagrangian=dls.euler_b)
     euler_ab = Composition(
         name="gni-euler-ab",
-        traits=_gni_traits(2, True, f"{_PUB}, Remark 5.5 with errata 5 (T*Q composition, A first)",
+        traits=_gni_traits(2, True, f"{_PUB}, Remark 5.5 (T*Q composition, A first: erratum E5, "
+                           "docs/theory/ferraro2015.md#e5)",
                            "constant mass matrix"),
         description="GNI-A(h/2) then GNI-B(h/2) in T*Q variables: second order, not RATTLE.",
         stages=((euler_a, 0.5), (euler_b, 0.5)))

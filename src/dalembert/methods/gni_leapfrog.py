@@ -1,8 +1,8 @@
 """The staggered (leap-frog) forms of GNI-A, GNI-B and nonholonomic RATTLE, constant metric.
 
-State (q_k, p̃_k, λ̃_k); Ferraro–Jiménez–Martín de Diego 2015, PUB (13), (14), (15) and the maps
-F_A, F_B of Theorem 5.4 (with erratum 4: the B multiplier comes from (14e) at q_{k+1});
-spec ``gni-2015-new-developments.md`` §2.2–§2.3:
+State (q_k, p̃_k, λ̃_k); Ferraro–Jiménez–Martín de Diego 2015, (13), (14), (15) and the maps
+F_A, F_B (22), (23) of Theorem 5.4 (the B multiplier comes from (14e) at q_{k+1}, since (23c) does not
+determine it: erratum E4, docs/theory/ferraro2015.md#e4):
 
     p_{k+½}  = p̃_k − (h/2)(∇V(q_k) + μ(q_k)ᵀ λ̃_k)
     q_{k+1}  = q_k + h G⁻¹ p_{k+½}
@@ -11,7 +11,8 @@ spec ``gni-2015-new-developments.md`` §2.2–§2.3:
 
 The states live on the manifolds S_A(h) = {μG⁻¹(p̃ + (h/2)∇V) = ν}, S_B(h) = S_A(−h) and
 S_RATTLE = {μG⁻¹p̃ = ν}. These forms exist for the adjointness theorem (F_A^h ∘ F_B^{−h} = Id on
-S_A(h)) and to show that composing them naively is only first order (Remark 5.5, spec §2.3);
+S_A(h)) and to show that composing them naively is only first order (Remark 5.5;
+docs/theory/ferraro2015.md#e5);
 the integrators themselves run in T*Q form (:mod:`dalembert.methods.gni`). λ̃ here has the
 Hamiltonian sign (λ̃ = −λ of the Lagrange–d'Alembert equations).
 """
@@ -70,7 +71,8 @@ def project_to_manifold(system, q0, variant: str, q, p, lam, h):
 @dataclass(frozen=True, eq=False)
 class NaiveLeapfrogComposition(Method):
     """F_A(h/2) then F_B(h/2) composed in the staggered (q, p̃, λ̃) variables: the composition that
-    Remark 5.5 (erratum 5) shows to be only first order — a counter-example, not registered.
+    Remark 5.5 (read as in erratum E5, docs/theory/ferraro2015.md#e5) shows to be only first order —
+    a counter-example, not registered.
     Starts from (q0, G v0, λ̃ = 0); reports q, p̃ and v = G⁻¹p̃."""
 
     def build(self, system, q0) -> Scheme:
@@ -93,7 +95,7 @@ class NaiveLeapfrogComposition(Method):
 naive_composition = NaiveLeapfrogComposition(
     name="gni-ab-staggered",
     traits=Traits(order=1, symmetric=False, implicit=False,
-                  source="Ferraro–Jiménez–Martín de Diego 2015, Remark 5.5 with erratum 5 (the naive "
-                         "staggered composition: first order)",
+                  source="Ferraro–Jiménez–Martín de Diego 2015, Remark 5.5 (erratum E5, docs/theory/ferraro2015.md#e5: "
+                         "the naive staggered composition is first order)",
                   family="gni", integrates=("nonholonomic",)),
     description="F_A(h/2) ∘ F_B(h/2) in the staggered variables (first order; a counter-example).")

@@ -1,16 +1,17 @@
 """Gonzalez discrete-gradient methods in canonical coordinates: GONZALEZ-F and GONZALEZ-R.
 
 Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019, §3.3, (15), Algorithm 1,
-Remarks 3.4–3.5 (the restatement §4.3–§4.4). Both take a
+Remarks 3.4–3.5. Both take a
 :class:`~dalembert.NonholonomicSystem` with linear constraints and keep the state (q_k, p_k),
 p = G v.
 
 * ``gonzalez-f`` (15): the full-space Gonzalez DG of H(q, p) = ½pᵀG⁻¹p + V with multipliers.
   Unknowns (q', p', λ) ∈ R^{2n+r}:
-  (z' − z)/h = J ∇̄H(z, z') + (0; μ(q̄)ᵀλ),  μ(q̄) ∇̄_pH(z, z') = 0,  q̄ = (q + q')/2 (erratum 7).
+  (z' − z)/h = J ∇̄H(z, z') + (0; μ(q̄)ᵀλ),  μ(q̄) ∇̄_pH(z, z') = 0,  q̄ = (q + q')/2 (the paper leaves q̄
+  undefined: erratum E7, docs/theory/celledoni2019.md#e7).
   Energy-exact and second order, but the constraint μ(q)G⁻¹p = 0 is **not** kept: it drifts
   (this is what the paper's Figure 4 shows). Reported: q_k, p_k, v_k = G⁻¹p_k.
-* ``gonzalez-r`` (§4.4): the reduced Gonzalez method (14) on the almost-Poisson form, run from
+* ``gonzalez-r`` (§3.3, Algorithm 1): the reduced Gonzalez method (14) on the almost-Poisson form, run from
   canonical data only. Each step takes the Householder basis X of ker μ with the standard signs at
   q_k (frozen for the step), ρ = Xᵀp (16b), solves ζ' = ζ + hΠ(ζ̄)∇̄₂𝓗(ζ, ζ') with B from (17),
   and maps back p' = G(q')X(q')g_D(q')⁻¹ρ' (16a). Energy-exact, endpoint constraint exact,
@@ -83,8 +84,8 @@ class GonzalezF(Method):
 
 
 def _grad_18(system, f, n, dbasis):
-    """∇𝓗(ζ) from (18a, b) with a given ∂X (spec §2.5): ∂𝓗/∂q_i = −½ vᵀ(∂_iG)v − pᵀ(∂_iX)y + ∂_iV,
-    ∂𝓗/∂ρ = y, where y = g_D⁻¹ρ, v = Xy, p = Gv."""
+    """∇𝓗(ζ) from (18a, b) with a given ∂X (Celledoni et al. 2019 §3.3):
+    ∂𝓗/∂q_i = −½ vᵀ(∂_iG)v − pᵀ(∂_iX)y + ∂_iV, ∂𝓗/∂ρ = y, where y = g_D⁻¹ρ, v = Xy, p = Gv."""
     def grad(x):
         q, rho = x[:n], x[n:]
         X = f.basis(q)
@@ -152,7 +153,8 @@ def _methods():
                 order=2, symmetric=True, implicit=True,
                 preserves=("energy H(q, p) (exactly, Gonzalez discrete gradient)",),
                 node_velocity="v_k = G⁻¹p_k (does NOT satisfy the constraint: it drifts)",
-                source=f"{_SOURCE}, (15) with the Gonzalez DG (12); q̄ the midpoint (erratum 7)",
+                source=f"{_SOURCE}, (15) with the Gonzalez DG (12); q̄ the midpoint "
+                       "(erratum E7, docs/theory/celledoni2019.md#e7)",
                 family="discrete-gradients", integrates=("nonholonomic",)),
             description="Full-space Gonzalez DG with multipliers: energy-exact, constraint drifts."),
         GonzalezR(
@@ -163,7 +165,8 @@ def _methods():
                            "node constraint μ(q_k) G⁻¹p_k = 0 (16a)",
                            "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (Remark 3.3)"),
                 node_velocity="v_k = G⁻¹p_k, p_k = G X g_D⁻¹ ρ_k (16a): on the constraint",
-                source=f"{_SOURCE}, §3.3, Algorithm 1 (erratum 6), (16)–(18), Remark 3.5 (option)",
+                source=f"{_SOURCE}, §3.3, Algorithm 1 (sign of the ∂Q update corrected: erratum E6, "
+                       "docs/theory/celledoni2019.md#e6), (16)–(18), Remark 3.5 (option)",
                 family="discrete-gradients", integrates=("nonholonomic",)),
             description="Reduced Gonzalez method run in canonical coordinates with a Householder basis."),
     )

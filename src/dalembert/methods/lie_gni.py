@@ -1,9 +1,9 @@
 """The reflection ("momentum-jump") GNI on the Lie group SO(3) with a left-invariant discrete
 Lagrangian, for any constraint distribution.
 
-Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) §4.1–§4.4, (P7)
-(the restatement §2.2–§2.5). Discrete Lagrangian
-L_d(R_k, R_{k+1}) = l_d(W_k), W_k = R_kᵀR_{k+1}; trivialised derivatives (spec §2.2)
+Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) §4.1–§4.4, (7). Discrete Lagrangian
+L_d(R_k, R_{k+1}) = l_d(W_k), W_k = R_kᵀR_{k+1}; trivialised derivatives (§4.1 of the paper;
+docs/theory/ferraro2008.md)
 
     <l_d'^R(W), ξ> = d/ds l_d(exp(sξ̂) W),    <l_d'^L(W), η> = d/ds l_d(W exp(sη̂)),
     l_d'^L(W) = Ad*_W l_d'^R(W) = Wᵀ l_d'^R(W).
@@ -16,17 +16,19 @@ Algorithm in body coordinates (state: R_k and the pre-momentum μ⁺_k = l_d'^L(
 
 Theorem 1: with 𝕀 ∝ Id (bi-invariant metric) and *any* left-invariant l_d and any D, the energy
 ½|μ⁻_k|²_{𝕀⁻¹} (= ½|μ⁺_k|²_{𝕀⁻¹}, the reflection is an isometry) is exactly constant. Beyond the
-paper (spec §3, "second case"): the Moser–Veselov l_d conserves it for any 𝕀 and any D. With D
+paper (our result, docs/theory/ferraro2008.md): the Moser–Veselov l_d conserves it for any 𝕀 and any D. With D
 right-invariant as well (§4.4), the average momentum μ̃_k = ½(μ⁺_k + μ⁻_k) = P̂*μ⁺_k has constant
 norm and constant spatial form R_k μ̃_k.
 
 Discrete Lagrangians (L_d = h·L scaling, so momenta are physical):
 ``moser_veselov``: l_d(W) = −(1/h) tr(W J_d), J_d = ½ tr(𝕀) Id − 𝕀; closed-form derivatives
-l_d'^R = vee(W J_d − J_d Wᵀ)/h, l_d'^L = vee(J_d W − Wᵀ J_d)/h (spec §2.2);
+l_d'^R = vee(W J_d − J_d Wᵀ)/h, l_d'^L = vee(J_d W − Wᵀ J_d)/h (ours, checked by finite differences;
+docs/theory/ferraro2008.md);
 ``cayley_lagrangian``: l_d(W) = (1/2h) cay⁻¹(W)ᵀ 𝕀 cay⁻¹(W) (derivatives by autodiff).
 
 Start-up from (R0, ω0): ``startup="consistent"`` (default) μ⁺_0 = 𝕀ω0 − (h/2) A(R0)ᵀλ(R0, ω0),
-or ``"legendre"`` μ⁺_0 = 𝕀ω0 (spec §2.1 (ii)/(i)).
+or ``"legendre"`` μ⁺_0 = 𝕀ω0 (the paper does not say how to start; our start-ups,
+docs/theory/ferraro2008.md).
 
 Reported at the nodes (``observe``): R (3, 3); omega = 𝕀⁻¹μ̃_k (satisfies A(R_k)ω_k = 0 exactly);
 mu = μ̃_k; mu_minus = μ⁻_k (post-momentum); energy_post = ½μ⁻_kᵀ𝕀⁻¹μ⁻_k (the Theorem 1 energy);
@@ -47,8 +49,7 @@ from ..lie import so3
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from .base import Method, Scheme, StepInfo, Traits
 
-_PAPER = ("Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) §4.1–§4.4, (P7), Thm 1 "
-          "(gni-2008-momentum-energy.md §2.2–§2.5)")
+_PAPER = ("Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) §4.1–§4.4, (7), Thm 1")
 
 
 class LieGNIState(NamedTuple):
@@ -127,7 +128,7 @@ def _mv_build(inertia):
 
 def moser_veselov_with(J_d) -> LieDiscreteLagrangian:
     """The MV form l_d(W) = −(1/h) tr(W J_d) with a given (3, 3) J_d, whatever the system's inertia
-    (e.g. a mismatched J_d, the negative control T23 of the spec)."""
+    (e.g. a mismatched J_d, our negative control for the energy: docs/theory/ferraro2008.md)."""
     J_d = np.asarray(J_d, float)
     return LieDiscreteLagrangian(f"moser-veselov(J_d = {np.array2string(J_d, precision=3)})",
                                  lambda inertia: _mv_parts(J_d))
@@ -264,7 +265,7 @@ def _traits(order, source, extra=()):
 METHODS = (
     LieGNI(name="lie-gni-mv",
            traits=_traits(2, f"{_PAPER}; Moser–Veselov l_d", extra=(
-               "energy ½|μ⁻_k|²_{𝕀⁻¹} for any inertia and any D (MV l_d; spec §3, beyond the paper)",)),
+               "energy ½|μ⁻_k|²_{𝕀⁻¹} for any inertia and any D (MV l_d; beyond the paper, docs/theory/ferraro2008.md)",)),
            description="Reflection GNI on SO(3) with the Moser–Veselov discrete Lagrangian.",
            discrete_lagrangian=moser_veselov),
     LieGNI(name="lie-gni-cayley",

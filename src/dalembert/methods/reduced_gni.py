@@ -1,9 +1,9 @@
 """The reduced geometric nonholonomic integrator on shape × group, R^n × SO(3), with a retraction.
 
 Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, Definition 7.1 (30) and its affine
-form (38) with the corrected sign (erratum 6), the retracted Legendre maps of §7.1 (Lemma 9.5,
-erratum 11) and the reconstruction of Remark 7.2 (erratum 12)
-(the restatement §2.5, §2.7, §2.8, §2.10, §2.11, §8).
+form (38) with the corrected sign (erratum E6, docs/theory/ferraro2015.md#e6), the retracted
+Legendre maps of §7.1 (Lemma 9.5; erratum E11, docs/theory/ferraro2015.md#e11) and the
+reconstruction of Remark 7.2 (erratum E12, docs/theory/ferraro2015.md#e12).
 
 On another matrix Lie group G (``ReducedSystem(..., group=G)``, e.g. SE(2), SO(4); n = 0 allowed)
 the same scheme runs with G's Cayley or exponential map and their right-trivialised tangents in
@@ -24,7 +24,8 @@ the discrete Legendre maps are (left trivialization; covectors in R^{n+3} = T*_x
     2. solve FL⁻(x_k, x_{k+1}, hξ_k) = target for (x_{k+1}, ξ_k)
     3. FL⁺_{k+1} = FL⁺(x_k, x_{k+1}, hξ_k);  R_{k+1} = R_k τ(hξ_k) (left) or τ(hξ_k) R_k (right).
 
-Default l_d (spec §2.6, SV/midpoint type), with Δx = x_{k+1} − x_k, u = (Δx/h, σ/h), x̄ the midpoint:
+Default l_d (the SV/midpoint type of the paper's §7.2), with Δx = x_{k+1} − x_k, u = (Δx/h, σ/h),
+x̄ the midpoint:
 ``l_d = (h/2) uᵀ G̃(x̄) u − (h/2)(V(x_k) + V(x_{k+1}))``. A user l_d is a traceable callable
 ``l_d(x0, x1, sigma, h)`` (build option ``discrete_lagrangian``); its derivatives come from
 autodiff and the step is a Newton solve in (x_{k+1}, ξ_k).
@@ -48,7 +49,7 @@ solve of (dτ⁻¹_{±hξ})ᵀ (b + S ξ) = target_g, S = G̃_gg − G̃_gx G̃_
 
 Start-up (build option ``startup``):
 * ``"legendre"``: FL⁺_0 = G̃ u_0. On a consistent state the first reflection is the
-  identity (spec §2.4, §8 (a): the spec's "Legendre (consistent)" start-up).
+  identity (as in the paper's affine GNI, §6; docs/theory/ferraro2015.md).
 * ``"consistent"`` (default, as for :mod:`dalembert.methods.gni` and :mod:`dalembert.methods.lie_gni`):
   FL⁺_0 = G̃ u_0 − (h/2) μ̃ᵀλ(x_0, R_0, u_0) (λ the continuous multiplier); it
   removes the O(h) period-2 component (in the constraint-force direction) that the Legendre
@@ -59,17 +60,18 @@ Start-up (build option ``startup``):
   rate, ≈ 0.07 per unit time, from its smaller seed).
 * ``"two-point"``: the paper's x_1 = x_0 + h ẋ_0, ξ_0 = ξ(0). Realised through the involution:
   FL⁺_0 = (P − Q)*(FL⁻(x_0, x_1, hξ_0) − 2μ̃ᵀC̃⁻¹ν̃), so that the first step reproduces x_1, ξ_0.
-  **It caps the observed order at 1** (spec §8 (b), erratum 15).
+  **It caps the observed order at 1** (erratum E15, docs/theory/ferraro2015.md#e15).
 * ``("second-point", x1, xi0)``: a user-supplied second point (x1 (n,), ξ_0 (3,)) by the same
   mechanism (pass tuples in ``dl.integrate`` so that the options stay hashable).
 
 Reported at the nodes (``observe``): x (n,), R (3, 3); xdot (n,), xi (3,) = G̃⁻¹p̄_k from the
-averaged momentum p̄_k = ½(FL⁺_k + FL⁻_k) = P*FL⁺_k + Q*Π, which satisfies μ̃u = ν̃ exactly (R10);
+averaged momentum p̄_k = ½(FL⁺_k + FL⁻_k) = P*FL⁺_k + Q*Π, which satisfies μ̃u = ν̃ exactly ((32), (38b));
 momentum = p̄_k (n+3,); lam = −(2/h) C̃⁻¹(μ̃G̃⁻¹FL⁺_k − ν̃) (the continuous multiplier to O(h²)
 with the consistent start-up, sign of the ReducedSystem equations; with the Legendre start-up it
 carries an O(1) period-2 component).
 
-``lie-gni`` is the same scheme restricted to left trivialization (spec §2.11): the Lie-group GNI
+``lie-gni`` is the same scheme restricted to left trivialization (our construction, not in the
+paper; docs/theory/ferraro2015.md): the Lie-group GNI
 for systems whose constraints depend on R (the Chaplygin sphere on a rotating table).
 """
 from __future__ import annotations
@@ -102,7 +104,7 @@ class ReducedGNIState(NamedTuple):
 
 def sv_discrete_lagrangian(system):
     """The default retracted l_d(x0, x1, σ, h) = (h/2) uᵀG̃(x̄)u − (h/2)(V(x0) + V(x1)),
-    u = ((x1 − x0)/h, σ/h), x̄ = (x0 + x1)/2 (spec §2.6; midpoint metric when G̃ depends on x)."""
+    u = ((x1 − x0)/h, σ/h), x̄ = (x0 + x1)/2 (FJMdD 2015 §7.2; midpoint metric when G̃ depends on x)."""
     def l_d(x0, x1, sigma, h):
         u = jnp.concatenate([(x1 - x0) / h, sigma / h])
         G = system.metric(0.5 * (x0 + x1))
@@ -136,8 +138,8 @@ def group_discrete_lagrangian(system, tau):
 
 def _as_reduced(system, name, require_left):
     if require_left and not system.left:
-        raise InputError(f"method {name!r} needs trivialization='left' (body velocities, spec §2.11); "
-                         f"{system.name} uses {system.trivialization!r} — use 'reduced-gni'")
+        raise InputError(f"method {name!r} needs trivialization='left' (body velocities, our Lie-group "
+                         f"GNI); {system.name} uses {system.trivialization!r} — use 'reduced-gni'")
     return system
 
 
@@ -354,7 +356,7 @@ def _traits(source, extra=()):
         preserves=("averaged-momentum constraint μ̃G̃⁻¹p̄_k = ν̃ (affine) exactly",
                    "R_k ∈ SO(3) to round-off") + tuple(extra),
         node_velocity="G̃⁻¹p̄_k, p̄_k = ½(FL⁺_k + FL⁻_k) = P*FL⁺_k + Q*Π (averaged momentum); the "
-                      "two-point start-up caps the observed order at 1 (spec §8, erratum 15)",
+                      "two-point start-up caps the observed order at 1 (erratum E15)",
         source=source, family="reduced-gni", integrates=("reduced",),
         explicit_when="")
 
@@ -362,15 +364,15 @@ def _traits(source, extra=()):
 METHODS = (
     ReducedGNI(
         name="reduced-gni",
-        traits=_traits(f"{_PUB}, Definition 7.1 (30) and affine (38) with erratum 6; retracted Legendre "
-                       "maps §7.1 (Lemma 9.5, erratum 11); reconstruction Remark 7.2 (erratum 12); SV-type "
-                       "l_d of §7.2"),
+        traits=_traits(f"{_PUB}, Definition 7.1 (30) and affine (38) with erratum E6; retracted "
+                       "Legendre maps §7.1 (Lemma 9.5, erratum E11); reconstruction Remark 7.2 (erratum E12); "
+                       "SV-type l_d of §7.2 (errata: docs/theory/ferraro2015.md)"),
         description="Reduced GNI on R^n × SO(3) with a retraction (Cayley default): reflect FL⁺ with "
                     "(P−Q)* (+2Q*Π), solve FL⁻ = target for (x_{k+1}, ξ_k), reconstruct R."),
     ReducedGNI(
         name="lie-gni",
         traits=_traits(f"{_PUB}, Definition 6.1 on R²×SO(3) in left-trivialised coordinates with a Cayley "
-                       "step (spec §2.11, ours)", extra=("no chart singularity",)),
+                       "step (our construction, not in the paper)", extra=("no chart singularity",)),
         description="Lie-group GNI for R-dependent constraints (left trivialization): recommended for the "
                     "sphere; second order, no chart singularity.",
         require_left=True),

@@ -1,6 +1,6 @@
 """RATTLE for reduced spaces: algorithm (37) of Ferraro, Jiménez, Martín de Diego, Nonlinearity 28
-(2015) 871, §7.2, with the fixes of errata 7–9 and the affine term of §7.3
-(the restatement §2.6, §2.7).
+(2015) 871, §7.2, with the fixes of errata E7–E9 (docs/theory/ferraro2015.md#e7, #e8, #e9) and the affine
+term of §7.3, (38) with the sign of Π corrected (erratum E6, docs/theory/ferraro2015.md#e6).
 
 Setting: a :class:`~dalembert.systems.reduced.ReducedSystem` with **constant** metric blocks
 G̃_xx, G̃_xg, G̃_gg and the SV-type retracted discrete Lagrangian of §7.2. State
@@ -8,20 +8,20 @@ G̃_xx, G̃_xg, G̃_gg and the SV-type retracted discrete Lagrangian of §7.2. S
 τ(hξ)M for right trivialization):
 
     (37a) p_{k+1/2} = p̃_k − (h/2)(V_x(x_k) + μ(x_k)ᵀλ̃_k)
-    (37c) x_{k+1}   = x_k + h G̃_xx⁻¹(p_{k+1/2} − G̃_xg ξ_k)            (x–x block inverse: erratum 7)
+    (37c) x_{k+1}   = x_k + h G̃_xx⁻¹(p_{k+1/2} − G̃_xg ξ_k)            (x–x block inverse: erratum E7)
           R_{k+1}   = R_k τ(hξ_k)   (right: τ(hξ_k) R_k)
     (37d) λ̃_{k+1}   = (2/h) C̃⁻¹(μ̃G̃⁻¹(p_{k+1/2} − (h/2)V_x(x_{k+1}), Ad*M̃_k) − ν̃)   (linear, m×m;
           μ̃G̃⁻¹ of the averaged momentum = ν̃, the full inverse G̃⁻¹ here)
     (37e) p̃_{k+1}   = p_{k+1/2} − (h/2)(V_x(x_{k+1}) + μ(x_{k+1})ᵀλ̃_{k+1})
-    (37b+f) M̃_{k+1} = Ad*_{τ(hξ_k)} M̃_k − h η(x_{k+1})ᵀλ̃_{k+1}            (λ = hλ̃: erratum 9)
+    (37b+f) M̃_{k+1} = Ad*_{τ(hξ_k)} M̃_k − h η(x_{k+1})ᵀλ̃_{k+1}            (λ = hλ̃: erratum E9)
           ξ_{k+1}:   (dτ⁻¹_{hξ})ᵀ D_σ l_d(x_{k+1}, x_{k+2}(ξ), hξ) = M̃_{k+1}  (Newton, 3 unknowns;
-          D_σ l_d, not D3 L_d: erratum 8), x_{k+2}(ξ) = x_{k+1} + hG̃_xx⁻¹(p_{k+3/2} − G̃_xg ξ),
+          D_σ l_d, not D3 L_d: erratum E8), x_{k+2}(ξ) = x_{k+1} + hG̃_xx⁻¹(p_{k+3/2} − G̃_xg ξ),
           p_{k+3/2} = p̃_{k+1} − (h/2)(V_x(x_{k+1}) + μ(x_{k+1})ᵀλ̃_{k+1}).
 
 It is the reduced GNI (30)/(38) with the SV-type l_d written in other variables, so it reproduces
-``reduced-gni`` to round-off (spec R16). Start-up as in ``reduced-gni``: ``"legendre"`` (λ̃_0 = 0,
-p̃_0 = G̃u_0 x-part, M̃_0 = its g-part) or ``"consistent"`` (the default; λ̃_0 = −λ(x_0, R_0, u_0),
-the continuous multiplier).
+``reduced-gni`` to round-off (as the paper claims for (33)–(37); docs/theory/ferraro2015.md). Start-up
+as in ``reduced-gni``: ``"legendre"`` (λ̃_0 = 0, p̃_0 = G̃u_0 x-part, M̃_0 = its g-part) or
+``"consistent"`` (the default; λ̃_0 = −λ(x_0, R_0, u_0), the continuous multiplier).
 
 Reported at the nodes: x, R; xdot, xi = G̃⁻¹p̄_k with p̄_k = (p̃_k, M̃_k + (h/2)η(x_k)ᵀλ̃_k) (the
 averaged momentum: μ̃u = ν̃ exactly); momentum = p̄_k; lam = −λ̃_k (the continuous sign).
@@ -136,7 +136,8 @@ METHODS = (
             preserves=("averaged-momentum constraint μ̃G̃⁻¹p̄_k = ν̃ (affine) exactly",
                        "R_k ∈ SO(3) to round-off"),
             node_velocity="G̃⁻¹p̄_k, p̄_k = (p̃_k, M̃_k + (h/2)ηᵀλ̃_k) (averaged momentum; = reduced-gni's)",
-            source=f"{_PUB}, §7.2 algorithm (37) with errata 7–9 (spec §2.6); affine term of §7.3 (38)",
+            source=f"{_PUB}, §7.2 algorithm (37) with errata E7–E9 "
+                   "(docs/theory/ferraro2015.md#e7–#e9); affine term of §7.3 (38), sign as in erratum E6",
             family="reduced-gni", integrates=("reduced",),
             explicit_when=""),
         description="RATTLE for reduced spaces (37): explicit x, linear m×m solve for λ̃, Newton in ξ; "

@@ -1,7 +1,8 @@
 """Reference solutions: the index-1 Lagrange–d'Alembert ODE integrated with SciPy's DOP853.
 
 State y = (q, v) with q̇ = v, v̇ = a(q, v) from :meth:`NonholonomicSystem.acceleration`
-(``G a = f + μᵀλ``, ``μ a + μ̇ v = ν̇``; spec ``gni-2015-new-developments.md`` §1.1 and §8),
+(``G a = f + μᵀλ``, ``μ a + μ̇ v = ν̇``; Ferraro–Jiménez–Martín de Diego 2015 (2) and the ODE (17) of
+its §5, with the affine term ν̇ added: docs/theory/ferraro2015.md),
 at rtol = atol = 1e-13 by default (DESIGN.md, "Reference solutions"). The right-hand side is
 compiled once with ``jax.jit``. The velocity constraint is not re-projected: its drift is
 reported in the trajectory's ``constraint_residual`` (typically ≲ 1e-12).

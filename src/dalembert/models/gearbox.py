@@ -4,8 +4,9 @@ oscillators).
 Q = R³, G = I, H = ½|p|² + V with V = ½(q1² + q2²) + cos q3 − ε sin 2q3 (ε = 1/5 in the paper),
 constraint q̇1 + sin q3 q̇2 = 0, μ = (1, sin q3, 0).
 The paper prints H = ½|p|² − V; with −V the (q1, q2) motion is repulsive and blows up, so we use
-+V (``discrete-gradients-2019.md`` §7.4 and erratum 9.1).
-Default initial state: the circulating one of the spec (§7.4, "Our reproduction"), H0 = 2.2709667.
++V (erratum E1, docs/theory/celledoni2019.md#e1).
+Default initial state: a circulating one of our choice (the paper does not give its initial values;
+docs/theory/celledoni2019.md), H0 = 2.2709667.
 Source: Celledoni et al. 2019 §4.4, Figure 4.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ..systems import AlmostPoissonSystem, NonholonomicSystem
 from .base import Model, ModelSpec, Parameter, register
 
 SOURCE = ("Modin–Verdier 2014; Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.4 with the "
-          "H = T + V erratum (discrete-gradients-2019.md §7.4, §9.1)")
+          "H = T + V correction (erratum E1, docs/theory/celledoni2019.md#e1)")
 Q0 = np.array([0.4835418947237142, -0.8170087898739087, 0.08228764275297751])
 P0 = np.array([0.07179002586923802, -0.8734131349760811, 0.9720667079170427])
 
@@ -37,11 +38,12 @@ def reduced_state(params, q, v):
 
 
 def almost_poisson_form(params, system=None) -> AlmostPoissonSystem:
-    """The hand-derived almost-Poisson form in ζ = (q1, q2, q3, ρ1, ρ2) (spec §7.4, ours [V]).
+    """The hand-derived almost-Poisson form in ζ = (q1, q2, q3, ρ1, ρ2) (ours, checked against the
+    Lagrange–d'Alembert equations; docs/theory/celledoni2019.md).
 
     Orthonormal basis X1 = (−sin q3, 1, 0)/c, X2 = e3, c = √(1 + sin² q3): g_D = I, the bracket
     [X1, X2] lies in D^⊥, so B = 0; 𝓗 = ½|ρ|² + V(q); Π = [[0, X], [−Xᵀ, 0]].
-    Source: Celledoni et al. 2019 §4.4 with erratum 9.1 (H = T + V).
+    Source: Celledoni et al. 2019 §4.4, with H = T + V (erratum E1, docs/theory/celledoni2019.md#e1).
     """
     eps = params["asymmetry"]
 

@@ -1,12 +1,11 @@
 """The nonholonomic particle in R³: L = ½(ẋ² + ẏ² + ż²), constraint ż = y ẋ.
 
-Source: Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 (2008), Example 1
-(the restatement §4, Example 1); the ∂y translation is a horizontal
-symmetry, so ẏ is conserved (and the GNI keeps y_{k+1} − 2y_k + y_{k−1} = 0 exactly: R12 of the
-GNI spec).
+Source: Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 (2008), Example 1 (§5); the ∂y
+translation is a horizontal symmetry, so ẏ is conserved (and the GNI keeps
+y_{k+1} − 2y_k + y_{k−1} = 0 exactly: Cor 3 and (9b) of the paper).
 
-Exact solution (spec, "[derived, verified]"): y = y0 + v_y t, ẋ = c/√(1+y²) with
-c = ẋ0 √(1+y0²), x = x0 + (c/v_y)(asinh y − asinh y0), z = z0 + (c/v_y)(√(1+y²) − √(1+y0²));
+Exact solution (our derivation, not in the paper; docs/theory/ferraro2008.md): y = y0 + v_y t,
+ẋ = c/√(1+y²) with c = ẋ0 √(1+y0²), x = x0 + (c/v_y)(asinh y − asinh y0), z = z0 + (c/v_y)(√(1+y²) − √(1+y0²));
 for v_y = 0 the motion is linear. The energy ½(c² + v_y²) is constant.
 """
 from __future__ import annotations
@@ -18,7 +17,7 @@ from ..systems import NonholonomicSystem
 from .base import Model, ModelSpec, register
 
 SOURCE = ("Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008), Example 1 "
-          "(gni-2008-momentum-energy.md §4)")
+          "(§5)")
 
 
 def exact_solution(t, q0, v0):

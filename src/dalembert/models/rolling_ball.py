@@ -1,9 +1,9 @@
 """The balanced rolling ball (Chaplygin sphere) on a table turning at a constant rate.
 
 Ferraro, Jiménez, Martín de Diego, "New developments on the geometric nonholonomic integrator",
-Nonlinearity 28 (2015) §7.4 (the restatement §4, §4.1, §5.1–§5.4).
+Nonlinearity 28 (2015) §7.4, (39)–(46), Figs 1–4, and its preprint (docs/theory/ferraro2015.md).
 
-Physics (spec §4). A sphere of radius r (m), mass m (kg) and principal moments of inertia
+Physics (§7.4 of the paper). A sphere of radius r (m), mass m (kg) and principal moments of inertia
 I1, I2, I3 (kg·m²) about its centre, which is its centre of mass, rolls without slipping on a
 horizontal table that turns at the constant rate Θ (rad/s) about the vertical axis through the
 origin. Configuration (x, y, R) ∈ R² × SO(3): (x, y) is the centre (= the contact point, in an
@@ -19,23 +19,26 @@ Systems offered by the models (``dl.ReducedSystem``, state ``x0, R0, xdot0, xi0`
 * ``rolling-ball`` ``.system``: left trivialisation (ξ = Ω, body), constant metric
   diag(m, m, I1, I2, I3), constraint covectors depending on R (ω = RΩ):
   μ̃(x, R) = [[1, 0, −r R[1, :]], [0, 1, r R[0, :]]], ν̃ = (−Θy, Θx) — any inertia; the system of
-  ``lie-gni`` (spec §2.11) and of ``gni-exp-chart`` (§5.3).
+  ``lie-gni`` (our Lie-group GNI, not in the paper) and of ``gni-exp-chart`` (the paper's §7.4.2).
 * ``rolling-ball`` ``.forms["reduced"]`` (only when I1 = I2 = I3): right trivialisation (ξ = ω,
-  spatial; legitimate because the homogeneous metric is bi-invariant, erratum 12), constant
-  μ̃ = [[1, 0, 0, −r, 0], [0, 1, r, 0, 0]] — the reduced affine GNI of PUB §7.4.1 (``reduced-gni``).
-* ``rolling-ball-pre``: the preprint's left-invariant reduced model (spec §5.4) — body inertia
+  spatial; legitimate because the homogeneous metric is bi-invariant, erratum E12,
+  docs/theory/ferraro2015.md#e12), constant μ̃ = [[1, 0, 0, −r, 0], [0, 1, r, 0, 0]] — the reduced
+  affine GNI of §7.4.1 (``reduced-gni``).
+* ``rolling-ball-pre``: the preprint's left-invariant reduced model (its §7.4) — body inertia
   with the constraints written in the same (body) ω. **Not the physical Chaplygin sphere
-  (erratum 13)**; a consistent synthetic test system only.
+  (erratum E13, docs/theory/ferraro2015.md#e13)**; a consistent synthetic test system only.
 
 Continuous solutions, all in NumPy/SciPy (independent of the integrators):
 
-* :func:`reference_solution` — the unreduced §4.1 equations in spatial ω, any inertia, any Θ,
+* :func:`reference_solution` — our unreduced continuous equations (docs/theory/ferraro2015.md) in
+  spatial ω, any inertia, any Θ,
   DOP853 at rtol = atol = 1e-13;
 * :func:`exact_solution` — the homogeneous ball (I1 = I2 = I3): the contact point runs on a circle
-  (spec §4.1), R(t) by DOP853 on Ṙ = ω̂R;
+  (our closed form), R(t) by DOP853 on Ṙ = ω̂R;
 * :func:`chaplygin_body_solution` — the classical body-frame Chaplygin equations at Θ = 0
   (M = IΩ + mr²γ×(Ω×γ), Ṁ = M×Ω, γ̇ = γ×Ω), to validate the reference;
-* :func:`pre_reference_solution` — the continuous equations of the preprint model (§4.1 last block).
+* :func:`pre_reference_solution` — the continuous equations of the preprint model (the limit of its
+  discrete equations; ours).
 
 Validation (:func:`check_inertia`): non-positive r, m, moments are errors (parameter checks);
 a violated triangle inequality Ii ≤ Ij + Ik is an error; a mass distribution that does not fit in
@@ -53,23 +56,23 @@ from ..lie.so3 import rotation_check
 from .base import Model, ModelSpec, Parameter, positive, register
 
 SOURCE = ("Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, §7.4 "
-          "(gni-2015-new-developments.md §4, §4.1, §5.1–§5.3)")
+          "(39)–(46), Figs 1–4")
 PRE_SOURCE = ("Ferraro, Jiménez, Martín de Diego, preprint of 'New developments on the GNI', §7.4 "
-              "(gni-2015-new-developments.md §5.4, erratum 13): NOT the physical Chaplygin sphere")
+              "(erratum E13, docs/theory/ferraro2015.md#e13): NOT the physical Chaplygin sphere")
 
-#: Fig 1/Fig 2 data (PUB §7.4.1): the homogeneous thin shell on a turning table.
+#: Fig 1/Fig 2 data (§7.4.1): the homogeneous thin shell on a turning table.
 FIG1_PARAMS = {"r": 1.0, "m": 1.0, "I1": 2.0 / 3.0, "I2": 2.0 / 3.0, "I3": 2.0 / 3.0, "theta": 1.0}
 FIG1_X0 = np.array([1.0, 1.0])
 FIG1_XDOT0 = np.array([1.0, 1.0])
 FIG1_OMEGA0 = np.array([0.0, 2.0, 0.0])        # spatial; consistent with (41)
 
-#: PRE example 2 (PRE §7.4, Fig 3) — the preprint's left-invariant model.
+#: the preprint's example 2 (its §7.4, Fig 3) — the preprint's left-invariant model.
 PRE_PARAMS = {"r": 1.0, "m": 3.0, "I1": 1.0, "I2": 1.1, "I3": 1.2, "theta": 0.2}
 PRE_X0 = np.array([1.0, 0.0])
 PRE_OMEGA0 = np.array([-0.2, 0.0, 0.4])         # body = spatial at R0 = I
 
-#: Fig 3 (PUB §7.4.2) parameters: left (physical) and right (non-physical, erratum 14: r, Θ and
-#: the initial data assumed equal to the left case).
+#: Fig 3 (§7.4.2) parameters: left (physical) and right (non-physical; r, Θ and the initial data
+#: assumed equal to the left case: erratum E14, docs/theory/ferraro2015.md#e14).
 FIG3_PARAMS = {"left": {"r": 1.0, "m": 2.0, "I1": 1.0, "I2": 0.5, "I3": 0.7, "theta": 1.0},
                "right": {"r": 1.0, "m": 1.0, "I1": 10.0, "I2": 10.0, "I3": 1.0, "theta": 1.0}}
 FIG3_RHO0 = np.array([0.5, 0.5, 0.5])
@@ -125,8 +128,9 @@ def check_inertia(params, *, warn: bool = True) -> float:
     Warns
     -----
     UserWarning (one line) if I1 + I2 + I3 > 2mr²: the mass cannot all lie inside the ball
-    (spec §4 "physical validity"; the ratio is 1 for a thin spherical shell). The integrators work
-    regardless; the paper's Fig 3-right case (I = (10, 10, 1), m = r = 1, ratio 10.5) is such a case.
+    (our admissibility check, docs/theory/ferraro2015.md; the ratio is 1 for a thin spherical
+    shell). The integrators work regardless; the paper's Fig 3-right case (I = (10, 10, 1),
+    m = r = 1, ratio 10.5) is such a case.
     """
     p = _params(params)
     for k in ("r", "m", "I1", "I2", "I3"):
@@ -208,14 +212,14 @@ def energy(params, xdot, omega, R=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# continuous reference (§4.1): unreduced, spatial ω, any inertia, any Θ
+# continuous reference (ours, docs/theory/ferraro2015.md): unreduced, spatial ω, any inertia, any Θ
 # ---------------------------------------------------------------------------------------------
 _S = np.array([[0.0, 1.0], [-1.0, 0.0], [0.0, 0.0]])     # torque of the contact force: τ = r S λ
 _E = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])       # (ω2, −ω1)
 
 
 def reference_vector_field(params):
-    """f(t, y) of the §4.1 equations, y = (x, y, R (9, row-major), ω (3)) ∈ R¹⁴.
+    """f(t, y) of the unreduced reference equations, y = (x, y, R (9, row-major), ω (3)) ∈ R¹⁴.
 
     ẋ = rω2 − Θy, ẏ = Θx − rω1, Ṙ = ω̂R, J = R diag(I) Rᵀ, J ω̇ = τ − ω×Jω, τ = (rλ2, −rλ1, 0),
     (ẍ, ÿ) = λ/m; eliminating λ: (I₂ − r²m E J⁻¹ S) a = r E b + Θ(−ẏ, ẋ), ω̇ = rm J⁻¹ S a + b,
@@ -264,7 +268,7 @@ def _pack(params, x, R, w):
 
 
 def reference_solution(params, x0, R0, xdot0, omega0, t, *, rtol: float = 1e-13, atol: float = 1e-13):
-    """The ball's motion from the §4.1 equations by SciPy DOP853 (any inertia, any Θ).
+    """The ball's motion from the unreduced reference equations by SciPy DOP853 (any inertia, any Θ).
 
     Parameters
     ----------
@@ -283,7 +287,7 @@ def reference_solution(params, x0, R0, xdot0, omega0, t, *, rtol: float = 1e-13,
 
 
 def exact_solution(params, x0, R0, xdot0, omega0, t, *, rtol: float = 1e-13, atol: float = 1e-13):
-    """The homogeneous ball (I1 = I2 = I3 = I) in closed form (spec §4.1).
+    """The homogeneous ball (I1 = I2 = I3 = I) in closed form (ours, docs/theory/ferraro2015.md).
 
     κ = ΘI/(I + mr²); z = x + iy: z(t) = z0 + ż0 (e^{iκt} − 1)/(iκ) (z0 + ż0 t when κ = 0);
     ω1 = (Θx − ẏ)/r, ω2 = (ẋ + Θy)/r, ω3 constant. The contact point runs on the circle of centre
@@ -365,8 +369,9 @@ def chaplygin_body_solution(params, gamma0, Omega0, t, *, rtol: float = 1e-13, a
 
 
 def pre_reference_solution(params, x0, omega0, t, *, rtol: float = 1e-13, atol: float = 1e-13):
-    """The continuous equations of the preprint's left-invariant model (spec §4.1 last block;
-    NOT the physical sphere, erratum 13), state (x, y, ω) with ω the body angular velocity:
+    """The continuous equations of the preprint's left-invariant model (the limit of its
+    discrete equations; NOT the physical sphere, erratum E13), state (x, y, ω) with ω the body
+    angular velocity:
 
         ẋ = rω2 − Θy,  ẏ = Θx − rω1,
         ω̇1 = (mrΘẋ − (I3 − I2)ω2ω3)/(I1 + mr²),  ω̇2 = (mrΘẏ − (I1 − I3)ω1ω3)/(I2 + mr²),
@@ -411,14 +416,15 @@ def rolling_omega(params, x, xdot, omega3: float = 0.0):
 
 
 def fig1_initial_state(params=None) -> dict:
-    """PUB Fig 1/2 data: (x0, y0) = (1, 1), (ẋ0, ẏ0) = (1, 1), R0 = I, ω from (41) with ω3 = 0
+    """Fig 1/2 data (§7.4.1): (x0, y0) = (1, 1), (ẋ0, ẏ0) = (1, 1), R0 = I, ω from (41) with ω3 = 0
     — ω = (0, 2, 0) for the Fig 1 parameters (r = Θ = 1); other r, Θ give the consistent ω."""
     p = FIG1_PARAMS if params is None else params
     return initial_state(p, FIG1_X0, np.eye(3), FIG1_XDOT0, rolling_omega(p, FIG1_X0, FIG1_XDOT0))
 
 
 def fig3_initial_state(case: str = "left", ydot0: float = 0.75, theta: float | None = None):
-    """(params, state) of PUB Fig 3 with the spec's reconstruction (§5.3, erratum 14).
+    """(params, state) of Fig 3 (§7.4.2) with our reconstruction of the missing data (erratum E14,
+    docs/theory/ferraro2015.md#e14).
 
     x0 = (1, 0), ẋ0 = (0, ẏ0), R0 = exp(ρ̂0) with ρ0 = (0.5, 0.5, 0.5), spatial
     ω0 = ((Θx0 − ẏ0)/r, (ẋ0 + Θy0)/r, 0) (ω3(0) = 0 assumed): with the default ẏ0 = 0.75 and
@@ -441,13 +447,13 @@ def fig3_initial_state(case: str = "left", ydot0: float = 0.75, theta: float | N
 
 
 def fig4_initial_state():
-    """(params, state) of PUB Fig 4 as reconstructed in the spec (§5.3): the Fig 3-left ball on a
+    """(params, state) of Fig 4 (§7.4.2) as we reconstruct it (erratum E14): the Fig 3-left ball on a
     fixed table (Θ = 0) with ẏ0 = 1.6, ω0 = (−1.6, 0, 0) (rolls about 16 length units in T = 10)."""
     return fig3_initial_state("left", ydot0=1.6, theta=0.0)
 
 
 def pre_initial_state(params=None) -> dict:
-    """PRE example 2: (x0, y0) = (1, 0), ω0 = (−0.2, 0, 0.4) (body), R0 = I, ẋ0 from the
+    """The preprint's example 2: (x0, y0) = (1, 0), ω0 = (−0.2, 0, 0.4) (body), R0 = I, ẋ0 from the
     constraints of the preprint model (ẋ0 = rω2 − Θy0, ẏ0 = Θx0 − rω1)."""
     p = _params(PRE_PARAMS if params is None else params)
     x0, w0 = PRE_X0, PRE_OMEGA0
@@ -485,7 +491,7 @@ def _constant_mu(r):
 
 
 def homogeneous_reduced_system(params, name: str = "rolling-ball-reduced"):
-    """The homogeneous ball's reduced form of PUB §7.4.1 (I1 = I2 = I3): right trivialisation
+    """The homogeneous ball's reduced form of §7.4.1 (I1 = I2 = I3): right trivialisation
     (ξ = ω spatial), metric diag(m, m, I, I, I), constant μ̃ = [[1,0,0,−r,0],[0,1,r,0,0]],
     ν̃ = (−Θy, Θx)."""
     import jax.numpy as jnp
@@ -503,7 +509,7 @@ def homogeneous_reduced_system(params, name: str = "rolling-ball-reduced"):
 
 
 def pre_system(params, name: str = "rolling-ball-pre"):
-    """The preprint's left-invariant model (§5.4): metric diag(m, m, I1, I2, I3), constant
+    """The preprint's left-invariant model (its §7.4): metric diag(m, m, I1, I2, I3), constant
     μ̃ = [[1,0,0,−r,0],[0,1,r,0,0]] in the body ω, ν̃ = (−Θy, Θx). Not the physical sphere."""
     import jax.numpy as jnp
 
@@ -559,7 +565,7 @@ def _build_ball(p):
         return exact_solution(p, *s, t)
 
     def reference(t, x0=None, R0=None, xdot0=None, omega0=None, xi0=None):
-        """§4.1 reference (DOP853, 1e-13): dict x, R, xdot, omega (spatial), xi, energy; initial
+        """The unreduced reference (DOP853, 1e-13): dict x, R, xdot, omega (spatial), xi, energy; initial
         angular velocity ``omega0`` (spatial) or ``xi0`` (body)."""
         s = _defaults(state, x0, R0, xdot0, omega0, xi0)
         return reference_solution(p, *s, t)
@@ -568,11 +574,11 @@ def _build_ball(p):
                  exact_solution=exact if hom else None, invariants=_ball_state_invariants(p),
                  invariant_args=("xdot", "xi"), path_array="x", default_method="lie-gni",
                  default_h=0.01, default_t_final=10.0,
-                 notes=("Left-trivialised ReducedSystem on R²×SO(3) (ξ = body Ω); default state: PUB Fig 1 "
+                 notes=("Left-trivialised ReducedSystem on R²×SO(3) (ξ = body Ω); default state: Fig 1 "
                         "((x0, y0) = (1, 1), (ẋ0, ẏ0) = (1, 1), R0 = I, ω = ((Θx0 − ẏ0)/r, (ẋ0 + Θy0)/r, 0) "
                         "from (41): (0, 2, 0) for the Fig 1 parameters). "
                         f"Admissibility (I1+I2+I3)/(2mr²) = {ratio:.4g} (≤ 1 physical). "
-                        + ("forms['reduced']: the right-trivialised homogeneous form of PUB §7.4.1 "
+                        + ("forms['reduced']: the right-trivialised homogeneous form of §7.4.1 "
                            "(for reduced-gni)." if hom else "")),
                  initial_state=dict(state), forms=forms, reference=reference)
 
@@ -599,9 +605,9 @@ def _build_pre(p):
     return Model("rolling-ball-pre", p, system, None, None, ("x", "y"), PRE_SOURCE,
                  invariant_args=("xdot", "xi"), path_array="x", default_method="lie-gni",
                  default_h=0.01, default_t_final=15.0,
-                 notes=("NOT the physical Chaplygin sphere (erratum 13): body inertia with the rolling "
+                 notes=("NOT the physical Chaplygin sphere (erratum E13): body inertia with the rolling "
                         "constraints written in the same body ω — a consistent left-invariant test system "
-                        "(PRE §7.4 example 2 data)."),
+                        "(the preprint's §7.4 example 2 data)."),
                  initial_state=dict(state), reference=reference)
 
 
@@ -609,9 +615,9 @@ register(ModelSpec(
     "rolling-ball", "Chaplygin sphere (balanced ball) rolling on a turning table (R²×SO(3), affine)",
     _parameters(FIG1_PARAMS), _build_ball, SOURCE,
     "Balanced ball of any inertia on a table turning at rate Θ; exact solution when I1 = I2 = I3; "
-    "§4.1 reference otherwise."))
+    "unreduced reference equations otherwise."))
 
 register(ModelSpec(
-    "rolling-ball-pre", "Preprint's left-invariant 'rolling ball' (NOT the physical sphere, erratum 13)",
+    "rolling-ball-pre", "Preprint's left-invariant 'rolling ball' (NOT the physical sphere, erratum E13)",
     _parameters(PRE_PARAMS), _build_pre, PRE_SOURCE,
-    "Synthetic left-invariant reduced model of the preprint (PRE §7.4 example 2 data)."))
+    "Synthetic left-invariant reduced model of the preprint (its §7.4 example 2 data)."))

@@ -1,7 +1,7 @@
 """The vertical rolling disk: q = (x1, x2, θ, φ), G = diag(m, m, J_θ, J_φ), V = 0.
 
 Constraints (rolling without slipping): ẋ1 = r φ̇ cos θ, ẋ2 = r φ̇ sin θ.
-Source: the restatement §7.0 (Celledoni et al. 2019, running example).
+Source: Celledoni et al. 2019, the running example of §2–3 (docs/theory/celledoni2019.md).
 
 Exact solution: θ̇ and φ̇ are constant; θ = θ0 + θ̇ t, φ = φ0 + φ̇ t,
 x1 = x1₀ + (r φ̇/θ̇)(sin θ − sin θ0), x2 = x2₀ − (r φ̇/θ̇)(cos θ − cos θ0) (straight line if θ̇ = 0).
@@ -14,7 +14,7 @@ import numpy as np
 from ..systems import AlmostPoissonSystem, NonholonomicSystem
 from .base import Model, ModelSpec, Parameter, positive, register
 
-SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego (2019) §2–3 (discrete-gradients-2019.md §7.0)"
+SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego (2019) §2–3 (running example)"
 
 
 def _exact(r):
@@ -46,12 +46,13 @@ def reduced_state(params, q, v):
 
 
 def almost_poisson_form(params, system=None) -> AlmostPoissonSystem:
-    """The hand-derived almost-Poisson form in ζ = (x1, x2, θ, φ, ρ1, ρ2) (spec §7.0).
+    """The hand-derived almost-Poisson form in ζ = (x1, x2, θ, φ, ρ1, ρ2) (Celledoni et al. 2019 §2–3).
 
     X1 = (r cos θ, r sin θ, 0, 1), X2 = (0, 0, 1, 0); all structure functions vanish (B = 0);
     𝓗 = ½[ρ1²/(m r² + J_φ) + ρ2²/J_θ]; Π15 = r cos θ, Π25 = r sin θ, Π36 = 1, Π45 = 1,
     skew-completed. Velocity: v = X g_D⁻¹ ρ.
-    Source: Celledoni et al. 2019 §2–3 with erratum 2 (spec §7.0).
+    Source: Celledoni et al. 2019 §2–3, with X3, X4 in cos θ, sin θ where the paper prints cos φ, sin φ
+    (erratum E2, docs/theory/celledoni2019.md#e2).
     """
     m, r, jt, jp = params["m"], params["r"], params["J_theta"], params["J_phi"]
     k1 = m * r * r + jp

@@ -2,14 +2,16 @@
 component along a body-fixed axis a = e3 (Jiménez–Scheurle 2015 §5.2, §6.2).
 
 System: :class:`~dalembert.systems.euler_poincare_suslov.EulerPoincareSuslovSystem` with
-l(ω) = ½ωᵀ𝕀ω and ⟨e3, ω⟩ = 0. Paper data (spec §4): the printed inertia
-[[1, .1, .2], [.1, 1, .2], [.2, .1, 1]] is not symmetric (erratum E2); since ω3 = 0 only the
-upper-left 2×2 block and the third row enter, so the literal computation equals the symmetric,
-positive definite 𝕀* = [[1, .1, .2], [.1, 1, .1], [.2, .1, 1]] — the default here
-(``printed_inertia=1`` uses the printed matrix literally, through ``allow_nonsymmetric``).
-Initial state ω(0) = (0.4, 0.5, 0), R(0) = I (not given in the paper, E14).
+l(ω) = ½ωᵀ𝕀ω and ⟨e3, ω⟩ = 0. Paper data (§6.2, Figs 1–2): the printed inertia
+[[1, .1, .2], [.1, 1, .2], [.2, .1, 1]] is not symmetric (erratum E2,
+docs/theory/jimenez-scheurle2015.md#e2); since ω3 = 0 only the upper-left 2×2 block and the third
+row enter, so the literal computation equals the symmetric, positive definite
+𝕀* = [[1, .1, .2], [.1, 1, .1], [.2, .1, 1]] — the default here (``printed_inertia=1`` uses the
+printed matrix literally, through ``allow_nonsymmetric``). Initial state ω(0) = (0.4, 0.5, 0),
+R(0) = I (not given in the paper; erratum E14, docs/theory/jimenez-scheurle2015.md#e14).
 
-Exact solution (spec §1.6, derived there, valid for symmetric I_m): with u = (ω1, ω2),
+Exact solution (our derivation, not in the paper; docs/theory/jimenez-scheurle2015.md; valid for
+symmetric I_m): with u = (ω1, ω2),
 I_m the upper 2×2 block, n = (𝕀31, 𝕀32), J = [[0,−1],[1,0]], c = n·u, d = nᵀI_m⁻¹Ju:
 ċ = cd, ḋ = −c²/|I_m|, K² = c²/|I_m| + d², so d = −K tanh(Kt + C0), c = c0 cosh C0 sech(Kt + C0),
 C0 = artanh(−d0/K), and u = M⁻¹(c, d) with M = [nᵀ; nᵀI_m⁻¹J]; λ = q(u) + cd,
@@ -25,11 +27,11 @@ from ..systems.euler_poincare_suslov import EulerPoincareSuslovSystem
 from .base import Model, ModelSpec, Parameter, register
 
 SOURCE = ("F. Jiménez & J. Scheurle, On the discretization of the Euler–Poincaré–Suslov equations "
-          "in SO(3) (2015) §5.2, §6.2 (suslov-2015-euler-poincare-suslov.md §1.5, §1.6, §4, E2)")
+          "in SO(3) (2015) §5.2, §6.2; symmetric inertia: erratum E2")
 
 #: the inertia matrix as printed in the paper (not symmetric: 𝕀23 = 0.2, 𝕀32 = 0.1)
 INERTIA_PRINTED = np.array([[1.0, 0.1, 0.2], [0.1, 1.0, 0.2], [0.2, 0.1, 1.0]])
-#: its symmetric equivalent for a = e3 (erratum E2): the default
+#: its symmetric equivalent for a = e3 (erratum E2, docs/theory/jimenez-scheurle2015.md#e2): the default
 INERTIA = np.array([[1.0, 0.1, 0.2], [0.1, 1.0, 0.1], [0.2, 0.1, 1.0]])
 A = np.array([0.0, 0.0, 1.0])
 OMEGA0 = np.array([0.4, 0.5, 0.0])
@@ -43,7 +45,8 @@ def _sech(x):
 
 
 def exact_omega(t, inertia=INERTIA, omega0=OMEGA0):
-    """Closed-form reduced solution of the Suslov problem with a = e3 (spec §1.6).
+    """Closed-form reduced solution of the Suslov problem with a = e3 (our derivation;
+    docs/theory/jimenez-scheurle2015.md).
 
     Parameters
     ----------
@@ -112,10 +115,10 @@ def _build(p):
     printed = bool(p["printed_inertia"])
     inertia = INERTIA_PRINTED if printed else INERTIA
     system = EulerPoincareSuslovSystem(inertia, A, name="suslov", allow_nonsymmetric=printed)
-    I_exact = INERTIA   # identical for a = e3 (E2)
+    I_exact = INERTIA   # identical for a = e3 (erratum E2)
 
     def exact_solution(t, R0=None, omega0=None, _R0_default=R0):
-        """(R (N, 3, 3), omega (N, 3)) at times t ≥ 0: ω in closed form (spec §1.6), R by
+        """(R (N, 3, 3), omega (N, 3)) at times t ≥ 0: ω in closed form (ours), R by
         DOP853 on Ṙ = R hat(ω_exact(t)) (no closed form exists)."""
         R0v = _R0_default if R0 is None else np.asarray(R0, float)
         w0 = OMEGA0 if omega0 is None else np.asarray(omega0, float)
@@ -129,7 +132,7 @@ def _build(p):
                  invariant_args=("omega",), path_array="omega",
                  default_method="eps-midpoint", default_h=0.01, default_t_final=10.0,
                  notes="Reduced state ω with ω3 = 0; R(0) = I (not given in the paper). The "
-                       "default inertia is the symmetric equivalent of the printed one (E2).",
+                       "default inertia is the symmetric equivalent of the printed one (erratum E2).",
                  initial_state={"R0": R0.copy(), "omega0": OMEGA0.copy()})
 
 
@@ -138,4 +141,4 @@ register(ModelSpec(
     (Parameter("printed_inertia", 0, "1: the paper's printed non-symmetric 𝕀 used literally; "
                "0: its symmetric equivalent 𝕀* (erratum E2)", integer=True,
                check=lambda x: None if x in (0, 1) else "must be 0 or 1"),),
-    _build, SOURCE, "Jiménez–Scheurle 2015 benchmark; exact reduced solution (spec §1.6)."))
+    _build, SOURCE, "Jiménez–Scheurle 2015 benchmark; exact reduced solution (ours, not in the paper)."))

@@ -1,9 +1,9 @@
 """The Suslov problem in the almost-Poisson ρ form of Celledoni et al. 2019 §4.3.
 
-Spec ``discrete-gradients-2019.md`` §7.3 (and erratum 9.15): a rigid body with body angular
+Celledoni et al. 2019 §4.3 (sign convention: docs/theory/celledoni2019.md#e15): a rigid body with body angular
 velocity ω, Lagrangian l(ω) = ½ωᵀ𝕀ω and the constraint ω3 = 0 (a = e3). The distribution is
 D = span{X1 = e1, X2 = e2}; the 𝕀-orthogonal complement is spanned by 𝕀⁻¹e3. With I_m the upper
-2 × 2 block of 𝕀 (the spec assumes 𝕀12 = 0; here any symmetric positive definite 𝕀):
+2 × 2 block of 𝕀 (the paper assumes 𝕀12 = 0; here any symmetric positive definite 𝕀):
 
 * ρ = (𝕀ω)_{1:2} = I_m u, u = (ω1, ω2) (ω3 = 0);  𝓗(ρ) = ½ ρᵀ I_m⁻¹ ρ;
 * structure functions 𝒞_12 = g_D⁻¹ Xᵀ𝕀[X1, X2] = I_m⁻¹ (𝕀13, 𝕀23) (for 𝕀12 = 0: 𝕀13/𝕀11,
@@ -13,10 +13,11 @@ D = span{X1 = e1, X2 = e2}; the 𝕀-orthogonal complement is spanned by 𝕀⁻
   (left-invariant convention; the other one flips the sign of 𝒞).
 
 The DG methods (all three DGs coincide because 𝓗 is quadratic) are the implicit midpoint rule on
-this form, energy-exact (spec §7.3). The state is x = ρ ∈ R² (``dl.integrate(form, method,
+this form, energy-exact (Celledoni et al. 2019 §4.3). The state is x = ρ ∈ R² (``dl.integrate(form, method,
 x0=rho0, ...)``); :func:`rho_of` and :func:`omega_of` convert from and to ω (3,).
 
-Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.3 (spec §7.3, §9.15).
+Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.3 (erratum E15,
+docs/theory/celledoni2019.md#e15).
 """
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ import numpy as np
 from ..errors import InputError
 from ..systems import AlmostPoissonSystem
 
-SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.3 (discrete-gradients-2019.md §7.3)"
-#: the spec's example inertia (ours, §7.3): 𝕀11 = 2, 𝕀22 = 3, 𝕀13 = 0.5, 𝕀23 = 0.4 (𝕀33 = 1)
+SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.3"
+#: our example inertia (not in the paper; docs/theory/celledoni2019.md):
+#: 𝕀11 = 2, 𝕀22 = 3, 𝕀13 = 0.5, 𝕀23 = 0.4 (𝕀33 = 1)
 EXAMPLE_INERTIA = np.array([[2.0, 0.0, 0.5], [0.0, 3.0, 0.4], [0.5, 0.4, 1.0]])
 
 
@@ -52,7 +54,8 @@ def almost_poisson_form(inertia=EXAMPLE_INERTIA, name: str = "suslov/almost-pois
     if I.shape != (3, 3) or not np.all(np.isfinite(I)):
         raise InputError(f"inertia must be a finite (3, 3) array; got shape {I.shape}")
     if np.max(np.abs(I - I.T)) > 1e-12 * max(1.0, np.max(np.abs(I))):
-        raise InputError("inertia must be symmetric (use the symmetric equivalent, Jiménez–Scheurle erratum E2)")
+        raise InputError("inertia must be symmetric (use the symmetric equivalent, "
+                         "Jiménez–Scheurle 2015 erratum E2, docs/theory/jimenez-scheurle2015.md#e2)")
     if np.linalg.eigvalsh(I)[0] <= 0:
         raise InputError("inertia must be positive definite")
     Im = I[:2, :2]

@@ -1,8 +1,8 @@
 """The GNI test problems P1 (linear constraint) and P2 (affine constraint) on R³.
 
-Not from a paper: the test problems of the GNI specification
-(the restatement §5.5) used for the order checks R6, R7, R9 and
-the adjointness check R8:
+Not from a paper: our own test problems (docs/theory/ferraro2015.md) for the order checks of
+Ferraro–Jiménez–Martín de Diego 2015 (Thm 5.2, nonholonomic RATTLE, Remark 5.5) and the
+adjointness check of its Thm 5.4:
 
 P1: G = diag(1, 2, 1.5), V = ½|q|² + ¼x⁴, constraint ż = y ẋ (μ = [−y, 0, 1]),
     q0 = (0.5, 0.3, −0.2), v0 = (0.8, −0.4, 0.24), T = 5.
@@ -17,7 +17,7 @@ import numpy as np
 from ..systems import NonholonomicSystem
 from .base import Model, ModelSpec, Parameter, register
 
-SOURCE = "GNI spec (gni-2015-new-developments.md) §5.5, test problems P1/P2"
+SOURCE = "our test problems P1/P2 for Ferraro–Jiménez–Martín de Diego 2015 (not in the paper; docs/theory/ferraro2015.md)"
 _G = np.diag([1.0, 2.0, 1.5])
 
 
@@ -58,8 +58,9 @@ register(ModelSpec("p2-affine", "GNI test problem P2 (affine constraint ż − y
                    "P1 with an affine constraint."))
 
 
-# --- P3: reduced system on R² × SO(3) with a coupled metric (spec §5.5 P3) ------------------------
-SOURCE_P3 = "GNI spec (gni-2015-new-developments.md) §5.5, test problem P3 (reduced, SO(3), coupled metric)"
+# --- P3: reduced system on R² × SO(3) with a coupled metric (ours; docs/theory/ferraro2015.md) -----
+SOURCE_P3 = ("our test problem P3 (reduced, SO(3), coupled metric) for Ferraro–Jiménez–Martín de Diego 2015 "
+             "§7.1–§7.2 (not in the paper; docs/theory/ferraro2015.md)")
 
 
 def p3_metric():
@@ -93,7 +94,7 @@ def _build_p3(p):
                  invariant_args=("x", "xdot", "xi"), path_array="x",
                  default_method="reduced-gni", default_h=0.01, default_t_final=4.0,
                  notes="x ∈ R², left-trivialised ξ; constraint ẋ1 − 0.7ξ2 + sin(x2)ξ3 = a cos(x1) "
-                       "(linear for a = 0); V = ½|x|²; R0 = I (not given in the spec); ẋ0 = (from the "
+                       "(linear for a = 0); V = ½|x|²; R0 = I (our choice); ẋ0 = (from the "
                        "constraint, 0.6).",
                  initial_state={"x0": x0, "R0": np.eye(3), "xdot0": xdot0, "xi0": xi0})
 

@@ -56,7 +56,7 @@ class AlmostPoissonSystem(SystemKind):
     The callables take and return JAX arrays and must be traceable. ``state_names = ("x0",)``:
     ``dl.integrate(system, method, x0=..., ...)``.
 
-    Source: Celledoni et al. 2019, §2.2, (8)–(9) (spec §2.4).
+    Source: Celledoni et al. 2019, §2.2, (8)–(9).
     """
 
     #: Keyword names of the initial state in ``dl.integrate`` (the system-kind protocol).

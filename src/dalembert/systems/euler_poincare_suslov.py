@@ -1,23 +1,23 @@
 """Left-invariant nonholonomic systems on SO(3): the Euler–Poincaré–Suslov (EPS) equations.
 
 Jiménez & Scheurle, "On the discretization of the Euler–Poincaré–Suslov equations in SO(3)"
-(the restatement §1.2, §1.5), with reduced Lagrangian
+(2015), (17) and §5.2, with reduced Lagrangian
 l(ω) = ½ ωᵀ𝕀ω and m constant constraint covectors a^α (rows of ``A``, shape (m, 3)):
 
-    𝕀 ω̇ = (𝕀ω) × ω + Aᵀλ ,      A ω = 0 ,      Ṙ = R hat(ω)                  (P17), (P42)–(P43)
+    𝕀 ω̇ = (𝕀ω) × ω + Aᵀλ ,      A ω = 0 ,      Ṙ = R hat(ω)                    (17), (42)–(43)
 
-Eliminating λ (spec §1.2, (P66)–(P69)): with f(ω) = 𝕀⁻¹((𝕀ω) × ω) and C = A 𝕀⁻¹ Aᵀ (m×m),
+Eliminating λ (the paper's §7, (66)–(69)): with f(ω) = 𝕀⁻¹((𝕀ω) × ω) and C = A 𝕀⁻¹ Aᵀ (m×m),
 
     λ(ω) = −C⁻¹ A f(ω) ,     ω̇ = h(ω) = f(ω) + 𝕀⁻¹Aᵀλ(ω) = P f(ω),   P = I − 𝕀⁻¹AᵀC⁻¹A.
 
-Energy E(ω) = ½ ωᵀ𝕀ω is conserved (for symmetric 𝕀). Sign convention for λ (erratum E13): the
-one written above, 𝕀ω̇ = 𝕀ω×ω + λa.
+Energy E(ω) = ½ ωᵀ𝕀ω is conserved (for symmetric 𝕀). Sign convention for λ (erratum E13,
+docs/theory/jimenez-scheurle2015.md#e13): the one written above, 𝕀ω̇ = 𝕀ω×ω + λa.
 
-Non-symmetric 𝕀 (erratum E2): the paper prints a non-symmetric inertia matrix and uses 𝕀ω as the
-momentum. Such a matrix is refused unless ``allow_nonsymmetric=True``; it is then used literally
-(momentum 𝕀ω in the equations above; E = ½ωᵀ𝕀ω), which for a = e3 is identical to the symmetric
-matrix with the same upper-left 2×2 block and third row. Energy conservation, the variational
-derivation and the midpoint scheme's exact energy hold only for symmetric 𝕀.
+Non-symmetric 𝕀 (erratum E2, docs/theory/jimenez-scheurle2015.md#e2): the paper prints a non-symmetric
+inertia matrix and uses 𝕀ω as the momentum. Such a matrix is refused unless ``allow_nonsymmetric=True``;
+it is then used literally (momentum 𝕀ω in the equations above; E = ½ωᵀ𝕀ω), which for a = e3 is identical
+to the symmetric matrix with the same upper-left 2×2 block and third row. Energy conservation, the
+variational derivation and the midpoint scheme's exact energy hold only for symmetric 𝕀.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool, d: int = 3):
         raise SystemError_(
             f"{name}: inertia is not symmetric (max |𝕀 − 𝕀ᵀ| = {asym:.3g}); a physical inertia "
             f"tensor is symmetric. Pass allow_nonsymmetric=True to use it literally (momentum 𝕀ω), "
-            f"as the Jiménez–Scheurle paper does (erratum E2)")
+            f"as the Jiménez–Scheurle paper does (erratum E2, docs/theory/jimenez-scheurle2015.md#e2)")
     eig = np.linalg.eigvalsh(0.5 * (I + I.T))
     if eig[0] <= 1e-12 * max(1.0, abs(eig[-1])):
         raise SystemError_(f"{name}: inertia is not positive definite (eigenvalues of its "
@@ -163,11 +163,11 @@ class EulerPoincareSuslovSystem(SystemKind):
         return self.group.ad_star(omega, self.momentum(omega))
 
     def multiplier(self, omega):
-        """The continuous multiplier λ(ω) = −C⁻¹ A 𝕀⁻¹((𝕀ω) × ω), shape (m,)  (P45), (P68)."""
+        """The continuous multiplier λ(ω) = −C⁻¹ A 𝕀⁻¹((𝕀ω) × ω), shape (m,)  (45), (68)."""
         return jnp.sum(self._K * self.euler_term(omega)[None, :], axis=-1)
 
     def omega_dot(self, omega):
-        """The EPS vector field on 𝔤^D, ω̇ = h(ω) = P 𝕀⁻¹((𝕀ω) × ω), shape (3,)  (P44), (P69)."""
+        """The EPS vector field on 𝔤^D, ω̇ = h(ω) = P 𝕀⁻¹((𝕀ω) × ω), shape (3,)  (44), (69)."""
         return self._mv(self._Pf, self.euler_term(omega))
 
     def project(self, omega):
@@ -260,7 +260,7 @@ class LeftInvariantSystem(EulerPoincareSuslovSystem):
     """A left-invariant nonholonomic system on SO(3) from a user's reduced Lagrangian l(ω).
 
     The Euler–Poincaré–Suslov equations for any (regular) reduced Lagrangian and constant body
-    constraint covectors (Jiménez–Scheurle 2015 §1.2, (P17); suslov-2015 spec §1.2):
+    constraint covectors (Jiménez–Scheurle 2015, (17)):
 
         d/dt ∇l(ω) = ∇l(ω) × ω + Aᵀλ ,   A ω = 0 ,   Ṙ = R hat(ω),
 
@@ -270,7 +270,7 @@ class LeftInvariantSystem(EulerPoincareSuslovSystem):
     When l is quadratic (detected: ∇l(ω) = ∇²l(0) ω at random ω, relative 1e-12; or forced by
     ``quadratic=``) the system *is* the :class:`EulerPoincareSuslovSystem` with 𝕀 = ∇²l(0) and every
     SO(3) method runs on it through the same code (identical trajectories). For a non-quadratic l:
-    ``dreps-euler``, ``dreps-rk4`` and ``eps-variational`` (the discrete EPS equations (P56) with
+    ``dreps-euler``, ``dreps-rk4`` and ``eps-variational`` (the discrete EPS equations (56) with
     ∇l, Jacobian by autodiff) run; ``eps-midpoint`` and the Lie-group GNI (``lie-gni-*``), whose
     equations use the constant inertia 𝕀 (a metric), refuse it with an InputError.
 
@@ -375,7 +375,7 @@ class HeavyBodySystem(LeftInvariantSystem):
     constraint covectors A and a potential V(R): a heavy (e.g. gravitating) nonholonomic body.
 
     Built by ``LeftInvariantSystem(l, A, potential=V)``. The potential breaks the left invariance,
-    so the ω equation no longer closes (Jiménez–Scheurle 2015 §1.2 with the potential term of the
+    so the ω equation no longer closes (Jiménez–Scheurle 2015, (17) with the potential term of the
     Lagrange–d'Alembert principle): with the left-trivialised gradient ∇_R V
     (⟨∇_R V, η⟩ = d/ds V(R exp(sη̂))|₀),
 

@@ -2,7 +2,7 @@
 with SciPy's DOP853.
 
 State y = (q, v) with q̇ = v, v̇ = a(q, v) from :meth:`NonholonomicSystem.acceleration`
-(``G a = f + μᵀλ``, ``μ a + μ̇ v = ν̇``; Ferraro–Jiménez–Martín de Diego 2015 §1.1), at
+(``G a = f + μᵀλ``, ``μ a + μ̇ v = ν̇``; Ferraro–Jiménez–Martín de Diego 2015 (2) and (17)), at
 rtol = atol = 1e-13 by default. The right-hand side is compiled once per system with ``jax.jit``
 (kept with the system). The velocity constraint is not re-projected: its drift is reported in the
 trajectory's ``constraint_residual`` (typically ≲ 1e-12).

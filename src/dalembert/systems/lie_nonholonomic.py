@@ -2,14 +2,15 @@
 distribution.
 
 Ferraro, Iglesias-Ponte, Martín de Diego, "Momentum and energy preserving integrators for
-nonholonomic dynamics", Nonlinearity 21 (2008) §4.1–§4.4 (the restatement
-§2.2–§2.5). Reduced Lagrangian l(ω) = ½ ωᵀ𝕀ω (left-invariant metric, body angular velocity ω,
-Ṙ = R hat(ω)); the constraint distribution is D_R = {R hat(ξ) : A(R) ξ = 0} with A(R) the (m, 3)
-matrix whose rows are the *body* constraint covectors. A may depend on R — e.g. ``A(R) = (Rᵀb)ᵀ``
-(spatial angular velocity ⊥ b: D right-invariant, spec §2.5) or any smooth non-invariant field
-(spec T18). With a constant A this is the Euler–Poincaré–Suslov system.
+nonholonomic dynamics", Nonlinearity 21 (2008) §4.1–§4.4. Reduced Lagrangian l(ω) = ½ ωᵀ𝕀ω
+(left-invariant metric, body angular velocity ω, Ṙ = R hat(ω)); the constraint distribution is
+D_R = {R hat(ξ) : A(R) ξ = 0} with A(R) the (m, 3) matrix whose rows are the *body* constraint
+covectors. A may depend on R — e.g. ``A(R) = (Rᵀb)ᵀ`` (spatial angular velocity ⊥ b: D right-invariant,
+the paper's §4.4) or any smooth non-invariant field (as in its Thm 1). With a constant A this is the
+Euler–Poincaré–Suslov system.
 
-Equations of motion (Lagrange–d'Alembert in body coordinates, λ with the sign of (C1)):
+Equations of motion (Lagrange–d'Alembert in body coordinates, λ with the sign of the
+paper's §2):
 
     𝕀 ω̇ = (𝕀ω) × ω + A(R)ᵀ λ ,     A(R) ω = 0 ,     Ṙ = R hat(ω).
 
@@ -117,7 +118,7 @@ class LieNonholonomicSystem(SystemKind):
         return A, linalg.mm(A, linalg.mm(self._Iinv, A.T))
 
     def reflect(self, R, mu):
-        """(P − Q)* μ = μ − 2 Aᵀ C⁻¹ A 𝕀⁻¹ μ on body covectors (spec §2.2, Q̂*)."""
+        """(P − Q)* μ = μ − 2 Aᵀ C⁻¹ A 𝕀⁻¹ μ on body covectors (the paper's §4.1–§4.2, Q̂*)."""
         A, C = self.gram(R)
         s = linalg.solve_spd(C, linalg.mv(A, self.velocity(mu)))
         return mu - 2.0 * linalg.vm(s, A)

@@ -7,17 +7,16 @@ velocity constraints. Everything else is derived with JAX autodiff: ∇V, the ti
 λ(q, v) of the index-1 form and the Lagrange–d'Alembert acceleration.
 
 Conventions (Ferraro–Jiménez–Martín de Diego 2015, "New developments on the geometric
-nonholonomic integrator", §1–§2 and §6; restated in the restatement
-§1):
+nonholonomic integrator", §1–§2 and §6; see docs/theory/ferraro2015.md):
 
-* Lagrange–d'Alembert equations (PUB (2)): ``d/dt(∂L/∂q̇) − ∂L/∂q = μ(q)ᵀ λ``, ``μ(q) q̇ = ν(q)``.
+* Lagrange–d'Alembert equations ((2) of the paper): ``d/dt(∂L/∂q̇) − ∂L/∂q = μ(q)ᵀ λ``, ``μ(q) q̇ = ν(q)``.
   The multiplier ``λ`` reported by this module always has this sign.
 * ``C(q) = μ G⁻¹ μᵀ`` (m × m, SPD when the rows of μ are independent).
 * Projectors on velocities: ``Q = G⁻¹ μᵀ C⁻¹ μ``, ``P = I − Q``; on momenta (covectors)
   ``Q* = Qᵀ = μᵀ C⁻¹ μ G⁻¹``, ``P* = I − Q*``. They are G-orthogonal. All are applied by linear
   solves, never through explicit inverses.
 * Affine constraints: ``Π = G Y`` with ``μ Y = ν``; only ``Q*Π = μᵀ C⁻¹ ν`` is ever needed
-  (spec §1.3).
+  (§6 of the paper; the identity is ours, docs/theory/ferraro2015.md).
 """
 from __future__ import annotations
 
@@ -293,14 +292,14 @@ class NonholonomicSystem(SystemKind):
         return jnp.eye(q.shape[0]) - self.projector_Q(q)
 
     def reflect(self, q, p):
-        """(P − Q)* p = p − 2 μᵀ C⁻¹ μ G⁻¹ p: the GNI reflection of a momentum (spec §1.2)."""
+        """(P − Q)* p = p − 2 μᵀ C⁻¹ μ G⁻¹ p: the GNI reflection of a momentum (FJMdD 2015 §2, (8))."""
         f = self.factor_metric(q)
         mu = self.constraint_matrix(q)
         C, _ = self.constraint_gram(q, f)
         return p - 2.0 * linalg.vm(linalg.solve_spd(C, linalg.mv(mu, f.solve(p))), mu)
 
     def project_momentum(self, q, p):
-        """P* p + Q* Π (n,): the constraint-consistent part of a momentum (spec §2.1, §2.4)."""
+        """P* p + Q* Π (n,): the constraint-consistent part of a momentum (FJMdD 2015 (9b), (27b))."""
         f = self.factor_metric(q)
         mu = self.constraint_matrix(q)
         C, _ = self.constraint_gram(q, f)
@@ -313,7 +312,7 @@ class NonholonomicSystem(SystemKind):
         return self.factor_metric(q).solve(p)
 
     def constraint_derivative(self, q, v):
-        """d/dt μ(q(t)) along q̇ = v, shape (m, n)  (μ_q[v, ·] of spec §1.1)."""
+        """d/dt μ(q(t)) along q̇ = v, shape (m, n)  (μ_q[v, ·] of FJMdD 2015 §5)."""
         return jax.jvp(self.constraint_matrix, (q,), (v,))[1]
 
     def generalized_force(self, q, v):
@@ -326,7 +325,8 @@ class NonholonomicSystem(SystemKind):
         """λ(q, v), shape (m,): the Lagrange–d'Alembert multiplier of the index-1 form.
 
         From ``G a = f + μᵀλ`` and ``μ a + μ̇ v = ν̇``:
-        ``C λ = ν̇ − μ̇ v − μ G⁻¹ f`` (spec §1.1, affine variant §8).
+        ``C λ = ν̇ − μ̇ v − μ G⁻¹ f`` (FJMdD 2015 (17); the affine variant is ours,
+        docs/theory/ferraro2015.md).
         """
         fac = self.factor_metric(q)
         C, _ = self.constraint_gram(q, fac)

@@ -2,8 +2,9 @@
 :mod:`dalembert.lie.groups`: SO(n), SE(2), SE(3)), in trivialised velocities.
 
 Ferraro, Jiménez, Martín de Diego, "New developments on the geometric nonholonomic integrator",
-Nonlinearity 28 (2015) 871, §7.1–§7.3 (the restatement §2.5, §2.7,
-§2.8, §2.11, errata 6 and 12).
+Nonlinearity 28 (2015) 871, §7.1–§7.3 and Remark 7.2 (with errata E6 and E12,
+docs/theory/ferraro2015.md#e6 and #e12; the Lie-group GNI on R^n × SO(3) is ours,
+docs/theory/ferraro2015.md).
 
 Below "3" is the group's dimension d and R its element (an N × N matrix). Velocities are
 trivialised: u = (ẋ, ξ) ∈ R^{n+3} with ξ = RᵀṘ (body, ``trivialization="left"``; R⁻¹Ṙ in general)
@@ -92,7 +93,8 @@ class ReducedSystem(SystemKind):
     group : a :class:`~dalembert.lie.groups.MatrixLieGroup` (default SO(3)), e.g. ``dl.lie.SE(2)``;
         with it n = 0 (no shape) is allowed: a system on G alone (the Chaplygin sleigh on SE(2)).
     trivialization : ``"left"`` (ξ = RᵀṘ, body; R_{k+1} = R_k τ(hξ_k)) or ``"right"``
-        (ξ = ṘRᵀ, spatial; R_{k+1} = τ(hξ_k) R_k, spec §2.8 erratum 12).
+        (ξ = ṘRᵀ, spatial; R_{k+1} = τ(hξ_k) R_k, Remark 7.2 with erratum E12,
+        docs/theory/ferraro2015.md#e12).
     name : label used in trajectories and reports.
 
     Attributes ``group_metric`` and ``group_potential`` say whether G̃ and V depend on R.
@@ -298,7 +300,8 @@ class ReducedSystem(SystemKind):
         return mu, Z, linalg.mm(mu, Z)
 
     def reflect(self, x, R, p):
-        """(P − Q)* p + 2 μ̃ᵀC̃⁻¹ν̃ at (x, R) (spec §2.7 (38), erratum 6), shape (n+3,)."""
+        """(P − Q)* p + 2 μ̃ᵀC̃⁻¹ν̃ at (x, R) ((38) with the sign of Π corrected: erratum E6,
+        docs/theory/ferraro2015.md#e6), shape (n+3,)."""
         mu, Z, C = self.gram(x, R)
         s = linalg.solve_spd(C, linalg.vm(p, Z) - self.constraint_rhs(x, R))
         return p - 2.0 * linalg.vm(s, mu)
