@@ -14,7 +14,7 @@ import pytest
 import dalembert as dl
 from dalembert.errors import InputError
 from dalembert.experiments.ferraro2008 import SETUPS, _particle_run
-from dalembert.models.snakeboard import abc
+from dalembert.models.snakeboard import abc, turning_wheels_state
 
 
 @pytest.mark.parametrize("setup", ["A", "B"])
@@ -40,6 +40,7 @@ def test_particle_theorem2_and_corollary3_T8(setup):
 # --- T22: snakeboard, non-orthogonal complement --------------------------------------------------
 SNAKE = dl.models.get("snakeboard")
 P = SNAKE.params
+Q0, V0 = turning_wheels_state(P)
 M = np.diag([P["m"], P["m"], P["J"] + 2 * P["J1"], P["J0"], 2 * P["J1"]])
 H = 0.05
 N = 200
@@ -49,7 +50,7 @@ Z_RANDOM = np.random.default_rng(22).normal(size=(5, 2))
 def _snake_run(complement, n=N):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tr = dl.integrate(SNAKE.system, "nh-rattle", q0=SNAKE.q0, v0=SNAKE.v0, h=H, t_final=n * H,
+        tr = dl.integrate(SNAKE.system, "nh-rattle", q0=Q0, v0=V0, h=H, t_final=n * H,
                           complement=complement)
     return tr
 

@@ -1,22 +1,23 @@
 """Experiments of Ferraro, Iglesias-Ponte, Martín de Diego, "Momentum and energy preserving
-integrators for nonholonomic dynamics", Nonlinearity 21 (2008) — spec ``gni-2008-momentum-energy.md``.
+integrators for nonholonomic dynamics", Nonlinearity 21 (2008); our
+reconstructions and additions: docs/theory/ferraro2008.md.
 
 * ``ferraro2008-particle-energy``: Example 1 / Figure 2, the energy ½|Δq_k/h|² of the GNI (the
-  paper's "ours") is constant, that of DLA is not (T6, T7; setups A and B of the spec, §4).
+  paper's "ours") is constant, that of DLA is not (Thm 1, Figure 2; our setups A and B, docs/theory/ferraro2008.md).
 * ``ferraro2008-particle-order``: Example 1, both methods of order 2 against the exact solution
-  (T9; the spec's error numbers as anchors).
+  (our error numbers as anchors).
 * ``ferraro2008-sleigh-fig5``: Example 3 / Figure 5, the error in R³ of the GNI, DLA-midpoint and
   DLA-left ("bad" discrete constraint) against the exact solution over the first 100 steps from
-  the paper's printed (q0, q1) and the heart-shaped loop (T14–T17).
+  the paper's printed (q0, q1) and the heart-shaped loop (§5, Example 3).
 * ``ferraro2008-sleigh-instability``: the long run of Example 3: the GNI's parasitic period-2 mode
   grows at ≈ m a v_∞/(I + ma²) per step and the monitor (:mod:`dalembert.monitors`) fires; DLA
-  stays accurate (spec §7.1, T26).
+  stays accurate (our finding, not in the paper: docs/theory/ferraro2008.md).
 * ``ferraro2008-lie-energy``: Theorem 1 on SO(3) (bi-invariant metric, non-invariant D, two
-  left-invariant l_d; T18), §4.4 with right-invariant D (T19), Moser–Veselov for any inertia (T24,
-  beyond the paper) and the negative controls (mismatched J_d, Cayley l_d with 𝕀 ≠ c·Id; T23).
+  left-invariant l_d), §4.4 with right-invariant D, Moser–Veselov for any inertia (beyond the
+  paper) and the negative controls (mismatched J_d, Cayley l_d with 𝕀 ≠ c·Id; ours).
 
 The examples have V = 0 and L_d homogeneous quadratic in Δq/h, so the iterates depend only on
-(q0, q1) (spec §4): Example 3 is run in step units (h = 1).
+(q0, q1) (docs/theory/ferraro2008.md): Example 3 is run in step units (h = 1).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from ..methods import get as get_method
 from ..methods.gni import GNIState
 from ..methods.lie_gni import LieGNI, cayley_lagrangian, moser_veselov, moser_veselov_with, _traits
 from ..models.chaplygin_sleigh import ferraro2008_example3
+from ..models.snakeboard import turning_wheels_state
 from ..models.particle import exact_solution as particle_exact
 from ..monitors import detect_parasitic_mode
 from ..plots import plt, _save
@@ -90,7 +92,7 @@ SETUPS = {"A": (np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 0.0]), 0.1, 100.0
 
 
 def particle_theorem2_residuals(q, h):
-    """Theorem 2 / Corollary 3 on Example 1 (spec §4, target T8) along nodes q (N+1, 3), L_d = h·L.
+    """Theorem 2 / Corollary 3 on Example 1 (§5 of the paper) along nodes q (N+1, 3), L_d = h·L.
 
     ξ̃1 = (1, 0, y): J1_k = (Δx_{k−1} + y_k Δz_{k−1})/h and J1_{k+1} − J1_k = (y_{k+1} − y_k) Δz_k/h;
     ξ̃2 = (0, 1, 0) (a horizontal symmetry): J2_k = Δy_{k−1}/h is constant.
@@ -110,10 +112,10 @@ def _particle_run(method, q0, v0, h, n):
 
 
 @experiment("ferraro2008-particle-energy", "Nonholonomic particle: energy of the GNI vs DLA (Figure 2)",
-            PAPER, "E_k = ½|Δq_k/h|² (= H(q_k, p⁻_k)) of the reflection GNI is constant (Thm 1, target T6); "
-            "DLA's is not (T7). Setups A and B of the spec (Figure 2's data are not in the paper), "
+            PAPER, "E_k = ½|Δq_k/h|² (= H(q_k, p⁻_k)) of the reflection GNI is constant (Thm 1, Figure 2); "
+            "DLA's is not. Our setups A and B (Figure 2's data are not in the paper), "
             "q1 from the exact solution. Along the GNI's nodes, Theorem 2's momentum equation for "
-            "ξ̃1 = (1, 0, y) and Corollary 3 for ξ̃2 = ∂y (T8).")
+            "ξ̃1 = (1, 0, y) and Corollary 3 for ξ̃2 = ∂y.")
 def particle_energy(quick, out):
     checks, data = [], {}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -130,14 +132,14 @@ def particle_energy(quick, out):
             ax.plot(h * np.arange(E.size), E, label=meth, lw=1)
         rg = np.ptp(res[GNI]) / res[GNI][0]
         rd = np.ptp(res["dla-midpoint"])
-        checks.append(check_below(f"setup {name}: GNI energy relative range over {n} steps", rg, 1e-11, "T6 (Thm 1)"))
-        checks.append(check_above(f"setup {name}: DLA energy range (not conserved)", rd, 1e-5, "T7"))
-        checks.append(check_range(f"setup {name}: DLA energy range vs the spec's {dla_range:.3g}", rd,
-                                  0.9 * dla_range, 1.1 * dla_range, "T7 [D]", fmt="{:.3e}"))
+        checks.append(check_below(f"setup {name}: GNI energy relative range over {n} steps", rg, 1e-11, "Thm 1, Figure 2"))
+        checks.append(check_above(f"setup {name}: DLA energy range (not conserved)", rd, 1e-5, "Figure 2"))
+        checks.append(check_range(f"setup {name}: DLA energy range vs our reference {dla_range:.3g}", rd,
+                                  0.9 * dla_range, 1.1 * dla_range, "Figure 2 (ours, docs/theory/ferraro2008.md)", fmt="{:.3e}"))
         checks.append(check_below(f"setup {name}: GNI Theorem 2 residual for ξ̃1 = (1, 0, y), relative to max|J|",
-                                  t8, 1e-12, "T8 (Thm 2)"))
+                                  t8, 1e-12, "Thm 2"))
         checks.append(check_below(f"setup {name}: GNI Cor. 3 for ξ̃2 = ∂y: range of Δy_k/h", t8_sym, 1e-12,
-                                  "T8 (Cor 3)"))
+                                  "Cor 3"))
         data[name] = {"gni_E0": float(res[GNI][0]), "gni_rel_range": float(rg), "dla_range": float(rd),
                       "theorem2_rel_residual": float(t8), "cor3_range": float(t8_sym)}
         ax.set_title(f"setup {name}: q0 = {q0.tolist()}, v0 = {v0.tolist()}, h = {h}", fontsize=8)
@@ -145,11 +147,12 @@ def particle_energy(quick, out):
         ax.set_ylabel("½|Δq_k/h|²")
         ax.legend(fontsize=8)
     return checks, [_save(fig, out / "particle_energy.png")], data, (
-        "The energy of DLA is evaluated with the same formula (ambiguity A9).")
+        "The energy of DLA is evaluated with the same formula (the paper does not say which; note A9 of "
+        "docs/theory/ferraro2008.md).")
 
 
 @experiment("ferraro2008-particle-order", "Nonholonomic particle: order 2 of the GNI and DLA", PAPER,
-            "Setup A, T = 5, q1 exact, error at T against the exact solution (T9); the spec's numbers "
+            "Setup A, T = 5, q1 exact, error at T against the exact solution; our reference numbers "
             "(GNI 1.796e-3, DLA 4.139e-3 at h = 0.1) as anchors.")
 def particle_order(quick, out):
     q0, v0 = SETUPS["A"][0], SETUPS["A"][1]
@@ -168,15 +171,16 @@ def particle_order(quick, out):
             errs.append(float(np.linalg.norm(q[-1] - qT)))
         errs = np.array(errs)
         p = fitted_order(hs, errs)
-        checks.append(check_range(f"{meth}: fitted order", p, 1.95, 2.05, "T9"))
-        checks.append(check_range(f"{meth}: error at h = 0.1 vs the spec's {spec[meth][0]:.4g}", errs[0],
-                                  0.98 * spec[meth][0], 1.02 * spec[meth][0], "T9 [D]", fmt="{:.4e}"))
+        checks.append(check_range(f"{meth}: fitted order", p, 1.95, 2.05, "order 2 (ours, docs/theory/ferraro2008.md)"))
+        checks.append(check_range(f"{meth}: error at h = 0.1 vs our reference {spec[meth][0]:.4g}", errs[0],
+                                  0.98 * spec[meth][0], 1.02 * spec[meth][0], "ours, docs/theory/ferraro2008.md",
+                                  fmt="{:.4e}"))
         data[meth] = {"h": hs.tolist(), "errors": errs.tolist(), "order": p}
         ax.loglog(hs, errs, "o-", label=f"{meth} ({p:.3f})")
         ax.loglog(hs, spec[meth][:len(hs)], "k+", ms=9)
     ax.set_xlabel("h")
     ax.set_ylabel("|q_N − q(T)|, T = 5")
-    ax.set_title("Example 1, setup A (+: the spec's numbers)", fontsize=9)
+    ax.set_title("Example 1, setup A (+: our reference numbers)", fontsize=9)
     ax.legend(fontsize=8)
     return checks, [_save(fig, out / "particle_order.png")], data, ""
 
@@ -211,35 +215,37 @@ def sleigh_errors(n_steps, h=1.0, q1="exact"):
 
 @experiment("ferraro2008-sleigh-fig5", "Chaplygin sleigh: error of the GNI and DLA (Figure 5)", PAPER,
             "Example 3 from the paper's q0, q1 (m = J = 1, a = 0.2): the fitted continuous initial "
-            "velocity (T14), the errors over the first 100 steps (T15, T16), h-independence of the "
-            "iterates (T17), the heart-shaped loop.")
+            "velocity (ours), the errors over the first 100 steps (the paper's claims on Figure 5), "
+            "h-independence of the iterates (ours), the heart-shaped loop.")
 def sleigh_fig5(quick, out):
     n = 100
     errs, nodes, qex, d = sleigh_errors(n)
     checks = [
-        check_range("fitted V = v0·h", d["V"], -0.2399790, -0.2399780, "T14", fmt="{:.7f}"),
-        check_range("fitted W = ω0·h", d["W"], 0.0575521, 0.0575531, "T14", fmt="{:.7f}"),
+        check_range("fitted V = v0·h", d["V"], -0.2399790, -0.2399780,
+                    "§5 data, our fit (docs/theory/ferraro2008.md)", fmt="{:.7f}"),
+        check_range("fitted W = ω0·h", d["W"], 0.0575521, 0.0575531,
+                    "§5 data, our fit (docs/theory/ferraro2008.md)", fmt="{:.7f}"),
         Check("y(h) of the fitted solution rounds to the printed −0.0070", "−0.0070",
-              f"{d['q1_exact'][1]:.7f}", bool(round(d["q1_exact"][1], 4) == -0.0070), "T14"),
+              f"{d['q1_exact'][1]:.7f}", bool(round(d["q1_exact"][1], 4) == -0.0070), "§5 data (printed q1)"),
     ]
     k = np.arange(10, n + 1)
     ratio_bad = errs["dla-left"][k] / errs["dla-midpoint"][k]
     ratio_gni = errs[GNI][5:n + 1] / errs["dla-midpoint"][5:n + 1]
     checks.append(check_range("DLA-left / DLA-mid error ratio, min over k ∈ [10, 100]", float(ratio_bad.min()),
-                              10, 1000, "T15 (claim: 1–2 orders)", fmt="{:.1f}"))
+                              10, 1000, "Figure 5 claim: 1–2 orders", fmt="{:.1f}"))
     checks.append(check_range("DLA-left / DLA-mid error ratio, max over k ∈ [10, 100]", float(ratio_bad.max()),
-                              10, 1000, "T15", fmt="{:.1f}"))
+                              10, 1000, "Figure 5 claim: 1–2 orders", fmt="{:.1f}"))
     checks.append(check_range("GNI / DLA-mid error ratio, median over k ∈ [5, 100]", float(np.median(ratio_gni)),
-                              0.2, 5, "T16 (claim: similar)", fmt="{:.2f}"))
+                              0.2, 5, "Figure 5 claim: similar errors", fmt="{:.2f}"))
     for meth, lo, hi in ((GNI, 0.04, 0.065), ("dla-midpoint", 0.012, 0.022)):
         checks.append(check_range(f"max error of {meth} over k ≤ 100", float(errs[meth].max()), lo, hi,
-                                  "T16 (≈ 5.1e-2, 1.7e-2)", fmt="{:.3e}"))
+                                  "Figure 5 (our measurement ≈ 5.1e-2, 1.7e-2)", fmt="{:.3e}"))
     for meth in SLEIGH_METHODS:
         for kk in (10, 50, 100):
             ref = SPEC_ERRORS[meth][kk]
-            checks.append(check_range(f"{meth}: e_{kk} vs the spec's {ref:.3g}", float(errs[meth][kk]),
-                                      0.95 * ref, 1.05 * ref, "§4 error table [D]", fmt="{:.3e}"))
-    # T17: the iterates do not depend on h
+            checks.append(check_range(f"{meth}: e_{kk} vs our reference {ref:.3g}", float(errs[meth][kk]),
+                                      0.95 * ref, 1.05 * ref, "our error table (docs/theory/ferraro2008.md)", fmt="{:.3e}"))
+    # the iterates do not depend on h (V = 0, L_d homogeneous in Δq/h)
     mdl = models.get("chaplygin-sleigh", **d["params"])
     worst = 0.0
     for meth in SLEIGH_METHODS:
@@ -247,12 +253,12 @@ def sleigh_fig5(quick, out):
         b, _ = run_from_two_nodes(mdl.system, meth, d["q0"], d["q1"], 0.01, n)
         worst = max(worst, float(np.max(np.abs(a - b))))
     checks.append(check_below(f"iterates from the printed (q0, q1) with h = 1 and h = 0.01, {n} steps: max difference",
-                              worst, 1e-12, "T17"))
+                              worst, 1e-12, "scale invariance (ours, docs/theory/ferraro2008.md)"))
     # energy H(q_k, p⁻_k) relative to the continuous value
     E_c = 0.5 * (d["params"]["m"] * d["V"] ** 2 + (d["params"]["J"] + d["params"]["m"] * d["params"]["a"] ** 2) * d["W"] ** 2)
     erel = {m: float(np.max(np.abs(post_momentum_energy(mdl.system, nodes[m], 1.0) / E_c - 1))) for m in SLEIGH_METHODS}
     checks.append(check_below("GNI energy H(q_k, p⁻_k): max relative deviation, k ≤ 100", erel[GNI], 2e-3,
-                              "§4 (≤ 9.6e-4 over 400 steps)"))
+                              "our measurement (≤ 9.6e-4 over 400 steps)"))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     for meth, ls in zip(SLEIGH_METHODS, ("--", "-", ":")):
         ax1.semilogy(np.arange(n + 1)[1:], errs[meth][1:], ls, label=meth)
@@ -274,13 +280,14 @@ def sleigh_fig5(quick, out):
             "ratio_gni_over_mid": [float(ratio_gni.min()), float(np.median(ratio_gni)), float(ratio_gni.max())],
             "energy_max_rel_dev": erel, "h_independence": worst}
     return checks, [_save(fig, out / "sleigh_fig5.png")], data, (
-        "h = 1 (step units): the paper's h is not given and the iterates do not depend on it (T17). "
+        "h = 1 (step units): the paper's h is not given and the iterates do not depend on it. "
         "q1 is the fitted exact solution at t = h (it rounds to the printed q1).")
 
 
 @experiment("ferraro2008-sleigh-instability", "Chaplygin sleigh: the GNI's parasitic period-2 mode",
             PAPER, "Long run of Example 3: once the sleigh moves forward the GNI's sawtooth component grows "
-            "at ≈ m a v_∞/(I + ma²) = 0.0475 per step (T26, spec §7.1); the monitor detects it; the energy "
+            "at ≈ m a v_∞/(I + ma²) = 0.0475 per step (our finding, "
+            "not in the paper: docs/theory/ferraro2008.md); the monitor detects it; the energy "
             "does not show it; DLA-midpoint stays accurate.")
 def sleigh_instability(quick, out):
     n = 260 if quick else 400
@@ -306,23 +313,24 @@ def sleigh_instability(quick, out):
     checks = [
         check_range(f"growth rate per step of the alternating lateral velocity, k ∈ [140, 210], vs the "
                     f"linearised prediction m a v_∞/(I + ma²) = {rate_pred:.4f} (± 5 %)", rate, 0.95 * rate_pred,
-                    1.05 * rate_pred, "T26", fmt="{:.4f}"),
+                    1.05 * rate_pred, "parasitic mode (ours)", fmt="{:.4f}"),
         Check("the monitor detects the sawtooth in the GNI run", "detected", r.message(1.0) if r.detected else "not detected",
-              r.detected, "§7.1"),
-        check_range("monitor: growth rate fitted on [onset, detection]", r.growth_rate or 0.0, 0.040, 0.055, "T26",
+              r.detected, "parasitic mode (ours)"),
+        check_range("monitor: growth rate fitted on [onset, detection]", r.growth_rate or 0.0, 0.040, 0.055,
+                    "parasitic mode (ours)",
                     fmt="{:.4f}"),
         Check("the monitor stays silent on DLA-midpoint", "not detected",
               f"max relative amplitude {rep['dla-midpoint'].max_relative_amplitude:.2e}",
-              not rep["dla-midpoint"].detected, "§7.1"),
-        check_below(f"DLA-midpoint max error over {n} steps", float(errs["dla-midpoint"].max()), 0.08, "§7.1"),
+              not rep["dla-midpoint"].detected, "parasitic mode (ours)"),
+        check_below(f"DLA-midpoint max error over {n} steps", float(errs["dla-midpoint"].max()), 0.08, "parasitic mode (ours)"),
     ]
     if not quick:
         checks.append(check_above("GNI error at k = 400 (the discrete sleigh runs backwards)", float(errs[GNI][400]),
-                                  10.0, "§4 error table (64.9)"))
+                                  10.0, "our error table (64.9)"))
     E_c = 0.5 * (p["m"] * d["V"] ** 2 + K * d["W"] ** 2)
     erel = float(np.max(np.abs(post_momentum_energy(mdl.system, gq, 1.0) / E_c - 1)))
     checks.append(check_below("GNI energy relative deviation over the whole run (blind to the mode)", erel, 2e-3,
-                              "§7.1 (≤ 9.6e-4)"))
+                              "parasitic mode (ours; ≤ 9.6e-4)"))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     for meth, ls in zip(SLEIGH_METHODS, ("--", "-", ":")):
         ax1.semilogy(np.arange(n + 1)[1:], errs[meth][1:], ls, label=meth)
@@ -344,7 +352,7 @@ def sleigh_instability(quick, out):
             "gni_errors": {int(k_): float(errs[GNI][k_]) for k_ in (100, 150, 200, 250) if k_ <= n},
             "dla_mid_max_error": float(errs["dla-midpoint"].max())}
     return checks, [_save(fig, out / "sleigh_instability.png")], data, (
-        "Refining h only delays the blow-up (spec §7.1). The monitor is dalembert.monitors.detect_parasitic_mode; "
+        "Refining h only delays the blow-up (docs/theory/ferraro2008.md). The monitor is dalembert.monitors.detect_parasitic_mode; "
         "dl.integrate runs it after GNI runs and warns with ParasiticModeWarning.")
 
 
@@ -370,7 +378,7 @@ def lie_systems():
     }
 
 
-MV_MISMATCHED = LieGNI(name="lie-gni-mv-mismatched", traits=_traits(1, "T23 negative control"),
+MV_MISMATCHED = LieGNI(name="lie-gni-mv-mismatched", traits=_traits(1, "negative control (ours)"),
                        discrete_lagrangian=moser_veselov_with(np.diag([0.3, 0.7, 1.1])))
 MV = LieGNI(name="lie-gni-mv*", traits=_traits(2, "MV"), discrete_lagrangian=moser_veselov)
 CAY = LieGNI(name="lie-gni-cayley*", traits=_traits(2, "Cayley"), discrete_lagrangian=cayley_lagrangian)
@@ -399,9 +407,9 @@ def lie_scan(system, method, n_steps, h=0.05, omega=(0.3, 1.0, -0.5), R0=None):
 
 @experiment("ferraro2008-lie-energy", "Theorem 1 on SO(3): exact energy of the Lie-group GNI", PAPER,
             "½|μ⁻_k|² of the reflection GNI on SO(3): constant for a bi-invariant metric with any left-invariant "
-            "l_d and a non-invariant D (T18); with right-invariant D the average momentum has constant norm and "
-            "spatial form (T19); the Moser–Veselov l_d keeps the energy for any inertia (T24); a mismatched J_d "
-            "or the Cayley l_d with 𝕀 ≠ c·Id do not (T23).")
+            "l_d and a non-invariant D (Thm 1); with right-invariant D the average momentum has constant norm and "
+            "spatial form (§4.4); the Moser–Veselov l_d keeps the energy for any inertia (ours, beyond the "
+            "paper); a mismatched J_d or the Cayley l_d with 𝕀 ≠ c·Id do not (our negative controls).")
 def lie_energy(quick, out):
     n = 500 if quick else 2000
     S = lie_systems()
@@ -411,11 +419,12 @@ def lie_energy(quick, out):
         return float(np.ptp(e) / abs(e[0]))
 
     for sname, meth, lbl, target, expect_exact in (
-            ("bi-invariant, non-invariant D", MV, "MV", "T18", True),
-            ("bi-invariant, non-invariant D", CAY, "Cayley", "T18", True),
-            ("diag(1,2,3), non-invariant D", MV, "MV", "T24", True),
-            ("diag(1,2,3), non-invariant D", MV_MISMATCHED, "MV, mismatched J_d", "T23", False),
-            ("diag(1,2,3), non-invariant D", CAY, "Cayley", "T23", False)):
+            ("bi-invariant, non-invariant D", MV, "MV", "Thm 1", True),
+            ("bi-invariant, non-invariant D", CAY, "Cayley", "Thm 1", True),
+            ("diag(1,2,3), non-invariant D", MV, "MV", "beyond the paper (ours)", True),
+            ("diag(1,2,3), non-invariant D", MV_MISMATCHED, "MV, mismatched J_d", "negative control (ours)",
+             False),
+            ("diag(1,2,3), non-invariant D", CAY, "Cayley", "negative control (ours)", False)):
         tr = lie_scan(S[sname], meth, n)
         e = tr.energy_post
         rr = rel_range(e)
@@ -431,15 +440,15 @@ def lie_energy(quick, out):
             checks.append(check_above(f"{sname}, l_d {lbl}: ½|μ⁻_k|² relative range (not conserved)", rr, 1e-4, target))
         checks.append(check_below(f"{sname}, l_d {lbl}: max |I − RᵀR|_F", float(np.max(tr.orthogonality_defect)),
                                   1e-12, "R_k ∈ SO(3)"))
-    # T19: right-invariant D, bi-invariant metric
+    # §4.4: right-invariant D, bi-invariant metric
     tr = lie_scan(S["bi-invariant, right-invariant D"], MV, n)
     e = tr.energy
     sig = tr.spatial_momentum
-    checks.append(check_below("right-invariant D: ½|μ̃_k|² relative range", rel_range(e), 1e-12, "T19 (§4.4)"))
+    checks.append(check_below("right-invariant D: ½|μ̃_k|² relative range", rel_range(e), 1e-12, "§4.4"))
     checks.append(check_below("right-invariant D: max |R_k μ̃_k − R_0 μ̃_0|", float(np.max(np.abs(sig - sig[0]))),
-                              1e-12, "T19 [derived]"))
+                              1e-12, "§4.4 (spatial momentum constant: ours, docs/theory/ferraro2008.md)"))
     checks.append(check_below("right-invariant D: max |a(R_k)·μ̃_k|", float(np.max(np.abs(tr.constraint_residual))),
-                              1e-12, "T19"))
+                              1e-12, "§4.4"))
     curves["right-invariant D: ½|μ̃|² (MV)"] = e / e[0] - 1
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for lbl, c in curves.items():
@@ -452,16 +461,16 @@ def lie_energy(quick, out):
     return checks, [_save(fig, out / "lie_energy.png")], data, (
         "The energy is exact even where the trajectory is not: with a non-invariant D the continuous motion can "
         "be attracting (for 𝕀 = Id here ω(t) converges to a constant) and the GNI's parasitic period-2 mode then "
-        "grows, as on the sleigh (spec §7.1); data[...]['parasitic_mode_step'] is where the monitor fires. "
+        "grows, as on the sleigh (docs/theory/ferraro2008.md); data[...]['parasitic_mode_step'] is where the monitor fires. "
         "Non-invariant D: A(R) = c + R b with b = (1, 0.5, −0.3), c = (0.2, −0.4, 2) (body covector); "
         "right-invariant D: A(R) = Rᵀb. R0 = exp(hat(0.4, −0.3, 0.8)), ω0 = projection of (0.3, 1, −0.5).")
 
 
 # ---------------------------------------------------------------------------------------------
-# Theorem 2 with a non-orthogonal complement (snakeboard, target T22)
+# Theorem 2 with a non-orthogonal complement (snakeboard; our check, not in the paper)
 # ---------------------------------------------------------------------------------------------
 def snakeboard_theorem2_residual(params, q, h):
-    """Relative residual of the SE(2) momentum equation of Theorem 2 on the snakeboard (spec §4,
+    """Relative residual of the SE(2) momentum equation of Theorem 2 on the snakeboard (§5,
     Example 2; L_d = h·L): for k = 1..N−1, |J_{k+1} − J_k − r_k| / max(|J_k|, |J_{k+1}|) with
     J_k = [m a_k Δx_{k−1} + m b_k Δy_{k−1} + J' c_k Δθ_{k−1}]/h and
     r_k = [m Δa_k Δx_k + m Δb_k Δy_k + J' Δc_k Δθ_k]/h. q: (N+1, 5). Returns (residuals (N−1,), J (N,))."""
@@ -479,13 +488,14 @@ def snakeboard_theorem2_residual(params, q, h):
 @experiment("ferraro2008-theorem2-complement", "Theorem 2 with a non-orthogonal complement (snakeboard)",
             PAPER, "The GNI with the projector onto a random constant complement of D (option complement=) "
                    "instead of the metric-orthogonal D⊥: Theorem 2's SE(2) momentum equation still holds to "
-                   "round-off, but the energy is not kept (T22, [D]); the default complement keeps both.")
+                   "round-off, but the energy is not kept (ours); the default complement keeps both.")
 def theorem2_complement(quick, out):
     import warnings
 
     from ..engine import integrate
     mdl = models.get("snakeboard")
     P = mdl.params
+    q0, v0 = turning_wheels_state(P)
     M = np.diag([P["m"], P["m"], P["J"] + 2 * P["J1"], P["J0"], 2 * P["J1"]])
     h, n = 0.05, 200
     Z = jnp.asarray(np.random.default_rng(22).normal(size=(5, 2)))
@@ -493,7 +503,7 @@ def theorem2_complement(quick, out):
     for label, comp in (("metric-orthogonal (default)", None), ("random complement", lambda q: Z)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tr = integrate(mdl.system, GNI_SNAKE, q0=mdl.q0, v0=mdl.v0, h=h, t_final=n * h,
+            tr = integrate(mdl.system, GNI_SNAKE, q0=q0, v0=v0, h=h, t_final=n * h,
                            progress=False, complement=comp)
         q = np.asarray(tr.q)
         res, J = snakeboard_theorem2_residual(P, q, h)
@@ -504,13 +514,13 @@ def theorem2_complement(quick, out):
                        "energy_ratio_max": float(np.max(E) / E[0]), "energy_ratio_k50": float(E[50] / E[0]),
                        "energy_rel_range": float(np.ptp(E) / E[0])}
         checks.append(check_below(f"{label}: Theorem 2 relative residual over {n} steps", float(np.max(res)),
-                                  1e-12, "T22 (Thm 2)" if comp is not None else "T11 (Thm 2)"))
+                                  1e-12, "Thm 2 (any complement: ours)" if comp is not None else "Thm 2"))
         if comp is None:
             checks.append(check_below(f"{label}: energy ½Δqᵀ𝕀Δq/h² relative range", float(np.ptp(E) / E[0]),
-                                      1e-12, "T10 (Thm 1)"))
+                                      1e-12, "Thm 1"))
         else:
             checks.append(check_above(f"{label}: energy max E_k/E_0 (not kept)", float(np.max(E) / E[0]), 10.0,
-                                      "T22 [D]"))
+                                      "ours (docs/theory/ferraro2008.md)"))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for label, (res, ratio) in curves.items():
         axes[0].semilogy(np.arange(1, res.size + 1), res + 1e-18, lw=1, label=label)
@@ -525,7 +535,7 @@ def theorem2_complement(quick, out):
     return checks, [_save(fig, out / "theorem2_complement.png")], data, (
         "The complement is spanned by the columns of a fixed random (5, 2) matrix Z (seed 22); the projector "
         "Q = Z(μZ)⁻¹μ is then not 𝕀-orthogonal, the reflection (P − Q)* is not an isometry and the scheme "
-        "is not stable (spec §2.1, 'Choosing the projector').")
+        "is not stable (docs/theory/ferraro2008.md).")
 
 
-GNI_SNAKE = "nh-rattle"   # V = 0, constant metric: the explicit form of the paper's scheme (T10)
+GNI_SNAKE = "nh-rattle"   # V = 0, constant metric: the explicit form of the paper's scheme (Example 2)

@@ -1,10 +1,11 @@
 """McLachlan–Perlmutter's fully chaotic quartic nonholonomic system on R^{2n+1}.
 
 q = (x, w_1..w_n, z_1..z_n), G = I,
-V = ½(|q|² + z_1² z_2² + Σ_i w_i² z_i²)           (discrete-gradients-2019.md (19); n ≥ 2),
+V = ½(|q|² + z_1² z_2² + Σ_i w_i² z_i²)           (Celledoni et al. 2019 (19); n ≥ 2),
 one constraint ẋ + Σ_i w_i ż_i = 0, i.e. μ(q) = (1, 0_n, wᵀ)                         ((20)).
 
-Initial states: the MP06 family used for the paper's Figure 2 (spec §7.1, erratum 10):
+Initial states: the MP06 family used for the paper's Figure 2 (the paper gives only
+"a random initial state with energy 3.06"; erratum E10, docs/theory/celledoni2019.md#e10):
 q0 = (cos α, w0, 1, …, 1), q̇0 = sin α e_{w_1}, with w0 = (0.6, 0.4, 0.2) for n = 3 (H = 3.06 for
 every α). For other n we take w0_i = 0.2 (n − i + 1), z0 = 1 (then H ≠ 3.06).
 Source: Celledoni et al. 2019 §4.1; McLachlan–Perlmutter, J. Nonlinear Sci. 16 (2006).
@@ -18,7 +19,7 @@ from ..systems import AlmostPoissonSystem, NonholonomicSystem
 from .base import Model, ModelSpec, Parameter, register
 
 SOURCE = ("McLachlan–Perlmutter 2006; Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.1 "
-          "(discrete-gradients-2019.md §7.1)")
+          "(19)–(21), Figure 2")
 
 
 def initial_state(n: int, alpha: float):
@@ -38,20 +39,23 @@ def _potential(n):
 
 
 def reduced_state(params, q, v):
-    """ζ = (x, w, z, ξ, η) from (q, v): ξ = ẇ, η_i = w_i ẋ − ż_i (spec §7.1). (2n+1,) -> (4n+1,)."""
+    """ζ = (x, w, z, ξ, η) from (q, v): ξ = ẇ, η_i = w_i ẋ − ż_i (Celledoni et al. 2019 §4.1).
+    (2n+1,) -> (4n+1,)."""
     n = params["n"]
     w = q[1:n + 1]
     return jnp.concatenate([q, v[1:n + 1], w * v[0] - v[n + 1:]])
 
 
 def almost_poisson_form(params, system=None) -> AlmostPoissonSystem:
-    """The hand-derived almost-Poisson form (21) in ζ = (x, w, z, ξ, η) ∈ R^{4n+1} (spec §7.1).
+    """The hand-derived almost-Poisson form (21) in ζ = (x, w, z, ξ, η) ∈ R^{4n+1}
+    (Celledoni et al. 2019 §4.1).
 
     Basis X_i = ∂w_i, X_{n+i} = w_i ∂x − ∂z_i; g_D = diag(I, I + w wᵀ);
     𝓗 = ½|ξ|² + ½ ηᵀ(I − w wᵀ/(1 + |w|²))η + V; with κ = wᵀη/(1 + |w|²),
     Π = [[0, X], [−Xᵀ, B]], B = [[0, −κ I], [κ I, 0]] (21).
     Velocity: ẇ = ξ, u = (I − w wᵀ/(1 + |w|²))η, ẋ = w·u, ż = −u.
-    Source: Celledoni et al. 2019 §4.1, (21) with erratum 3.
+    Source: Celledoni et al. 2019 §4.1, (21), with w_i² for the printed y_i² in ∇𝓗 (erratum E3,
+    docs/theory/celledoni2019.md#e3).
     """
     n = params["n"]
     V = _potential(n)
@@ -110,6 +114,8 @@ def _build(p):
     names = ("x",) + tuple(f"w{i + 1}" for i in range(n)) + tuple(f"z{i + 1}" for i in range(n))
     return Model("chaotic-quartic", p, system, q0, v0, names, SOURCE, path=(1, n + 1),
                  invariants={"energy": system.energy}, default_h=0.05, default_t_final=100.0,
+                 # chaotic: at t = 50 nh-rattle (h = 0.05) is 0.22 from the reference, nh-rattle-4 1.3e-5
+                 default_method="nh-rattle-4",
                  almost_poisson=almost_poisson_form(p, system))
 
 

@@ -3,10 +3,11 @@
 L = ½[(J + m a²) θ̇² + m(ẋ1² + ẋ2² + 2 a θ̇(−ẋ1 sin θ + ẋ2 cos θ))], V = 0,
 constraint −ẋ1 sin θ + ẋ2 cos θ = 0 (the blade does not slip sideways); m the mass, J the inertia
 about the centre of mass, a the distance from the blade to the centre of mass
-(``discrete-gradients-2019.md`` §7.2; ``gni-2008-momentum-energy.md`` Example 3).
+(Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.2; Ferraro, Iglesias, Martín de Diego 2008
+Example 3).
 
 Exact solution. With v = ẋ1 cos θ + ẋ2 sin θ, ω = θ̇ and K = J + m a²:
-v̇ = a ω², ω̇ = −(m a/K) v ω (2008 spec, Example 3), whose solution is
+v̇ = a ω², ω̇ = −(m a/K) v ω (Ferraro et al. 2008, Example 3), whose solution is
 v = A tanh(β(t + τ0)), ω = s B sech(β(t + τ0)), A = √(v0² + K ω0²/m), B = √(m/K) A,
 β = m a A/K, s = sign ω0, τ0 = atanh(v0/A)/β, and θ = θ0 + s (B/β)[gd(β(t+τ0)) − gd(βτ0)]
 (gd the Gudermannian). The position x = x0 + ∫ v (cos θ, sin θ) dt is computed by composite
@@ -24,7 +25,7 @@ import numpy as np
 from ..systems import AlmostPoissonSystem, NonholonomicSystem
 from .base import Model, ModelSpec, Parameter, positive, register
 
-SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.2 (discrete-gradients-2019.md §7.2); "
+SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.2, (22)–(23); "
           "Ferraro–Iglesias–Martín de Diego 2008 Example 3")
 
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(20)
@@ -86,7 +87,7 @@ def reduced_state(params, q, v):
 
 def almost_poisson_form(params, system=None) -> AlmostPoissonSystem:
     """The hand-derived almost-Poisson form in adapted coordinates ζ = (x1, x2, θ, ρ1, ρ2)
-    (Celledoni et al. 2019 §4.2, (22)–(23); spec §7.2).
+    (Celledoni et al. 2019 §4.2, (22)–(23)).
 
     g-orthonormal basis X1 = K^{-1/2} ∂θ, X2 = m^{-1/2}(cos θ ∂x1 + sin θ ∂x2), K = J + m a²:
     𝓗 = ½(ρ1² + ρ2²); Π15 = cos θ/√m, Π25 = sin θ/√m, Π34 = 1/√K, Π45 = −𝒞 ρ1 with
@@ -146,9 +147,11 @@ def _build(p):
     th0, v_init, w_init = 0.1, -0.6 / np.sqrt(m), 0.001 / np.sqrt(K)
     q0 = np.array([-5.0, 0.0, th0])
     v0 = np.array([v_init * np.cos(th0), v_init * np.sin(th0), w_init])
+    # default method: nh-rattle-4, a one-step symmetric map on D* (no parasitic mode; the two-step
+    # GNIs have one in the attracting regime of forward motion, e.g. v0 = (−0.5, 0, 0.3) with J = 1)
     return Model("chaplygin-sleigh", p, system, q0, v0, ("x1", "x2", "theta"), SOURCE,
                  exact_solution=_exact(m, a, J), invariants={"energy": system.energy},
-                 default_method="gni-midpoint", default_h=0.1, default_t_final=200.0,
+                 default_method="nh-rattle-4", default_h=0.1, default_t_final=200.0,
                  almost_poisson=almost_poisson_form(p, system))
 
 
@@ -164,8 +167,9 @@ register(ModelSpec(
 # Ferraro–Iglesias–Martín de Diego 2008, Example 3 (Figure 5)
 # ---------------------------------------------------------------------------------------------
 #: The paper's data, quoted exactly: "m = J = 1, a = .2" (J read as the inertia about the centre of
-#: mass, ambiguity A6), "q0 = (0,0,0), q1 = (−.2395, −.0070, .0589)". The step size is not given;
-#: the iterates depend only on (q0, q1) (spec §4), so h = 1 (time in steps) is used.
+#: mass: the Lagrangian calls the sleigh's inertia I; docs/theory/ferraro2008.md), "q0 = (0,0,0),
+#: q1 = (−.2395, −.0070, .0589)". The step size is not given; the iterates depend only on (q0, q1)
+#: (the scheme of §4 is a map on Q × Q), so h = 1 (time in steps) is used.
 FERRARO2008_PARAMS = {"m": 1.0, "J": 1.0, "a": 0.2}
 FERRARO2008_Q0 = np.array([0.0, 0.0, 0.0])
 FERRARO2008_Q1 = np.array([-0.2395, -0.0070, 0.0589])
@@ -175,7 +179,7 @@ def ferraro2008_example3(h: float = 1.0) -> dict:
     """The 2008 paper's Example 3 setting with its continuous initial velocity fitted.
 
     From q(0) = 0, find (V, W) = (v0, ω0)·h so that the exact solution at t = h has the paper's
-    x and θ (spec T14: V = −0.23997850, W = 0.05755261, and y(h) rounds to −0.0070).
+    x and θ (the fit: V = −0.23997850, W = 0.05755261, and y(h) rounds to −0.0070).
 
     Returns
     -------
