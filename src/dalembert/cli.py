@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -81,52 +82,156 @@ def _console():
 # commands
 # ---------------------------------------------------------------------------------------------
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+SHORT_HELP = """\
+dalembert — structure-preserving integrators for nonholonomic mechanical systems.
+
+  dalembert list                      models and methods, one line each
+  dalembert list --model NAME         a model's parameters, data and the methods that accept it
+  dalembert run MODEL                 integrate a model (--method, --h, --t-final, --param, --init)
+  dalembert convergence MODEL         fitted orders of methods on a model against its solution
+  dalembert sweep MODEL --members B   an ensemble as tasks on a Dask cluster
+  dalembert reproduce --quick         the papers' experiments and their checks, as an HTML report
+  dalembert bench                     steps per second against NumPy and SciPy baselines
+
+`dalembert COMMAND --help` for a command's options."""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(package_name="dalembert")
-def cli():
+@click.pass_context
+def cli(ctx):
     """dalembert — structure-preserving integrators for nonholonomic mechanical systems."""
+    if ctx.invoked_subcommand is None:
+        click.echo(SHORT_HELP)
+
+
+def _kind(system) -> str:
+    from dalembert.systems.kind import kinds_of
+    k = kinds_of(system)
+    return k[0] if k else type(system).__name__
+
+
+def _columns(rows, header) -> list:
+    """Rows of strings as left-aligned columns (no truncation, no wrapping)."""
+    rows = [header] + [[str(c) for c in r] for r in rows]
+    w = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
+    return ["  ".join([c.ljust(w[i]) for i, c in enumerate(r[:-1])] + [r[-1]]).rstrip() for r in rows]
+
+
+def _method_lines(names=None) -> list:
+    import dalembert as dl
+    rows = []
+    for name, tr in dl.methods.available().items():
+        if names is not None and name not in names:
+            continue
+        step = "implicit" if tr.implicit else "explicit"
+        if tr.implicit and tr.explicit_when:
+            step += "*"
+        rows.append([name, str(tr.order), "sym" if tr.symmetric else "", step, ", ".join(tr.integrates) or "any"])
+    return _columns(rows, ["method", "order", "sym", "step", "integrates"])
+
+
+def _model_lines() -> list:
+    import dalembert as dl
+    rows = [[name, s.title] for name, s in dl.models.available().items()]
+    return _columns(rows, ["model", "description"])
+
+
+def _model_details(name) -> list:
+    import dalembert as dl
+    from dalembert.systems.kind import methods_for
+    s = dl.models.spec(name)
+    mdl = dl.models.get(s.name)
+    out = [f"{s.name} — {s.title}", f"  source: {s.source}"]
+    if s.description:
+        out.append(f"  {s.description}")
+    out.append(f"  system kind: {_kind(mdl.system)}; coordinates: {', '.join(mdl.coordinates)}")
+    out.append("  parameters (--param NAME=VALUE):" if s.parameters else "  parameters: none")
+    out += [f"    {p.name} = {p.default:g} {p.unit}".rstrip() + f"  — {p.doc}" for p in s.parameters]
+    out.append("  initial state (--init NAME=V1,V2,...):")
+    out += [f"    {k} = {np.array2string(np.asarray(v, float).ravel(), precision=6, separator=', ')}"
+            for k, v in mdl.initial_state.items()]
+    sol = ("exact" if mdl.has_exact_solution else
+           "the model's reference solution" if mdl.reference is not None else "reference ODE (DOP853, rtol = atol = 1e-13)")
+    out.append(f"  defaults: --method {mdl.default_method} --h {mdl.default_h:g} --t-final {mdl.default_t_final:g}")
+    out.append(f"  solution: {sol}")
+    fits = methods_for(mdl.system)
+    out.append(f"  methods that accept it ({len(fits)}; `dalembert list --method NAME` for one):")
+    out += ["    " + line for line in _method_lines(set(fits))]
+    return out
+
+
+def _method_details(name) -> list:
+    import dalembert as dl
+    m = dl.methods.get(name)
+    tr = m.traits
+    step = "explicit"
+    if tr.implicit:
+        when = tr.explicit_when
+        step = ("implicit" + (f" ({when[5:].strip(' ()')})" if when.startswith("never") else
+                              f" (explicit for {when})" if when else ""))
+    views = [f"{src} (through a view)" for (src, dst) in dl.systems.views() if dst in tr.integrates
+             and src not in tr.integrates]
+    models = [n for n in dl.models.available() if m.name in _accepting(n)]
+    out = [f"{m.name} — {m.description}".rstrip(" —"),
+           f"  order {tr.order}; {'symmetric' if tr.symmetric else 'not symmetric'}; {step}",
+           f"  integrates: {', '.join(list(tr.integrates) + views) or 'any system'}",
+           f"  preserves: {'; '.join(tr.preserves) or '—'}",
+           f"  source: {tr.source or '—'}",
+           f"  built-in models it accepts: {', '.join(models) or 'none'}"]
+    return out
+
+
+def _accepting(model_name) -> list:
+    import dalembert as dl
+    from dalembert.systems.kind import methods_for
+    return methods_for(dl.models.get(model_name).system)
 
 
 @cli.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
-def list_cmd(as_json):
-    """List the models (parameters, defaults) and the methods (traits)."""
+@click.option("--models", "only_models", is_flag=True, help="Only the models.")
+@click.option("--methods", "only_methods", is_flag=True, help="Only the methods.")
+@click.option("--model", "model_name", default=None, metavar="NAME",
+              help="One model: parameters, initial state, defaults, and the methods that accept it.")
+@click.option("--method", "method_name", default=None, metavar="NAME", help="One method: its traits and source.")
+@click.option("--json", "as_json", is_flag=True, help="Everything as JSON (models, methods, views).")
+def list_cmd(only_models, only_methods, model_name, method_name, as_json):
+    """The models and the methods, one line each (--model NAME, --method NAME for details).
+
+    Methods: order is the global order; sym: symmetric (self-adjoint); step: explicit, or implicit
+    (a Newton solve per step; * explicit in a special case, see --method NAME); integrates: the
+    system kinds it takes (other kinds through registered views).
+    """
     import dalembert as dl
-    models = {name: {"title": s.title, "source": s.source,
-                     "parameters": {p.name: {"default": p.default, "doc": p.doc, "unit": p.unit}
-                                    for p in s.parameters}}
-              for name, s in dl.models.available().items()}
-    meths = {name: t.as_dict() for name, t in dl.methods.available().items()}
-    kinds = {f"{src} -> {dst}": v.description for (src, dst), v in dl.systems.views().items()}
     if as_json:
+        models = {name: {"title": s.title, "source": s.source,
+                         "parameters": {p.name: {"default": p.default, "doc": p.doc, "unit": p.unit}
+                                        for p in s.parameters}}
+                  for name, s in dl.models.available().items()}
+        meths = {name: t.as_dict() for name, t in dl.methods.available().items()}
+        kinds = {f"{src} -> {dst}": v.description for (src, dst), v in dl.systems.views().items()}
         click.echo(json.dumps({"models": models, "methods": meths, "views": kinds}, indent=2, ensure_ascii=False))
         return
-    from rich.table import Table
-    con = _console()
-    t = Table(title="Models", show_lines=True)
-    for col in ("name", "description", "parameters (default)"):
-        t.add_column(col)
-    for name, s in dl.models.available().items():
-        params = "\n".join(f"{p.name} = {p.default:g} {p.unit}".rstrip() + f" — {p.doc}" for p in s.parameters) or "—"
-        t.add_row(name, s.title, params)
-    con.print(t)
-    t = Table(title="Methods", show_lines=True)
-    for col in ("name", "integrates", "order", "symmetric", "implicit", "preserves", "source"):
-        t.add_column(col)
-    views = dl.systems.views()
-    for name, tr in dl.methods.available().items():
-        impl = "yes" if tr.implicit else "no"
-        if tr.implicit and tr.explicit_when:
-            impl += f" (explicit for {tr.explicit_when})"
-        via = [f"{src} (view)" for (src, dst) in views if dst in tr.integrates and src not in tr.integrates]
-        t.add_row(name, "\n".join(list(tr.integrates) + via), str(tr.order), "yes" if tr.symmetric else "no",
-                  impl, "\n".join(tr.preserves) or "—", tr.source)
-    con.print(t)
+    if model_name is not None:
+        click.echo("\n".join(_model_details(model_name)))
+        return
+    if method_name is not None:
+        click.echo("\n".join(_method_details(method_name)))
+        return
+    lines = []
+    if not only_methods:
+        lines += _model_lines()
+    if not only_models:
+        lines += ([""] if lines else []) + _method_lines()
+    if not (only_models or only_methods):
+        lines += ["", "`dalembert list --model NAME` / `--method NAME` for the details; --json for everything."]
+    click.echo("\n".join(lines))
 
 
 @cli.command()
 @click.argument("model", required=False)
-@click.option("--method", "method_name", default=None, help="Method name (default: the model's).")
+@click.option("--method", "method_name", default=None, metavar="NAME",
+              help="Method name; auto (the default): the model's default method.")
 @click.option("--h", "h", type=float, default=None, help="Step size (default: the model's).")
 @click.option("--t-final", "t_final", type=float, default=None,
               help="Final time, a whole number of steps of --h (default: the model's).")
@@ -192,7 +297,7 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
     spec = dl.models.spec(model)
     mdl = dl.models.get(spec.name, **_parse_params(params))
     init = _parse_inits(inits, mdl)
-    method = dl.methods.get(method_name or mdl.default_method)
+    method = _method_for(mdl, method_name)
     if save_every < 1:
         raise click.UsageError(f"--save-every must be ≥ 1; got {save_every}")
     if not (math.isfinite(checkpoint_every) and checkpoint_every >= 0):
@@ -224,6 +329,29 @@ RUN_FILES = ("summary.json", "trajectory.npz", "trajectory.h5")
 PARTIAL_STREAM = "trajectory.h5.partial"
 #: Most nodes the figures of a run draw (a longer run is drawn from every k-th node).
 PLOT_NODES = 200_000
+
+
+def _method_for(mdl, name):
+    """The method ``--method NAME`` names for a model (None or "auto": the model's default),
+    refused with the methods that accept the model when it does not."""
+    import dalembert as dl
+    from dalembert.errors import InputError
+    from dalembert.systems.kind import kinds_of, resolve
+    from dalembert.errors import UnknownNameError
+    try:
+        method = dl.methods.get(mdl.default_method if name in (None, "auto") else name)
+    except UnknownNameError:
+        raise UnknownNameError(f"--method: unknown method {name!r}; methods for {mdl.name}: "
+                               f"{', '.join(_accepting(mdl.name))}, or auto (its default, "
+                               f"{mdl.default_method})") from None
+    try:
+        resolve(mdl.system, method)
+    except InputError:
+        kinds = kinds_of(mdl.system)
+        raise InputError(f"--method {method.name} does not integrate {mdl.name} (a {kinds[0] if kinds else ''} "
+                         f"system); methods that do: {', '.join(_accepting(mdl.name))} (details: "
+                         f"dalembert list --model {mdl.name})") from None
+    return method
 
 
 def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str, resuming: bool = False):
@@ -328,6 +456,9 @@ def _summary(traj, mdl, total_wall, files) -> dict:
         "integration_wall_time_s": md.get("wall_time_s"), "compile_time_s": md.get("compile_time_s"),
         "steps_per_second": md.get("steps_per_second"), "total_wall_time_s": total_wall,
         "node_velocity": md.get("node_velocity"),
+        "warnings": md.get("warnings", []),
+        "parasitic_mode": md.get("parasitic_mode"),
+        "chart_switches": md.get("chart_switches"),
         "files": [str(f) for f in files],
     }
 
@@ -349,8 +480,13 @@ def _print_summary(s, outdir):
     if s["steps_per_second"]:
         t.add_row("speed", f"{s['steps_per_second']:,.0f} steps/s "
                   f"(integration {s['integration_wall_time_s']:.3f} s, compile {s['compile_time_s']:.2f} s)")
-    t.add_row("output", str(outdir))
+    if s["chart_switches"]:
+        t.add_row("chart switches", f"{s['chart_switches']} (the almost-Poisson reduction's atlas)")
+    for w in s["warnings"]:
+        t.add_row("[yellow]warning[/yellow]", f"{w['category']}: {w['message']}")
     _console().print(t)
+    names = [Path(f).name for f in s["files"]] + ["summary.json"]
+    click.echo(f"files in {outdir}: {', '.join(names)}")
 
 
 @cli.command()
@@ -425,7 +561,8 @@ def _parse_vary(items, model, members: int) -> dict:
 @click.option("--members", type=int, default=100, show_default=True, help="Number of trajectories B.")
 @click.option("--vary", "vary", multiple=True, metavar="NAME[i]=START:STOP",
               help="Initial-state component varied evenly over the members (repeatable), e.g. v0[2]=-1:1.")
-@click.option("--method", "method_name", default=None, help="Method name (default: the model's).")
+@click.option("--method", "method_name", default=None, metavar="NAME",
+              help="Method name; auto (the default): the model's default method.")
 @click.option("--h", "h", type=float, default=None, help="Step size (default: the model's).")
 @click.option("--t-final", "t_final", type=float, default=None, help="Final time (default: the model's).")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Model parameter.")
@@ -447,7 +584,7 @@ def sweep(model, members, vary, method_name, h, t_final, params, inits, save_eve
     import dalembert as dl
     spec = dl.models.spec(model)
     mdl = dl.models.get(spec.name, **_parse_params(params))
-    method = dl.methods.get(method_name or mdl.default_method)
+    method = _method_for(mdl, method_name)
     if members < 1:
         raise click.UsageError(f"--members must be ≥ 1; got {members}")
     if save_every < 1:
@@ -529,7 +666,13 @@ def bench(quick, models_, methods_, out):
         meths = [m.strip() for m in methods_.split(",") if m.strip()]
         for m in meths:
             dl.methods.get(m)
-    res = b.run_benchmarks(models=tuple(models), methods=meths, quick=quick)
+    from rich.console import Console
+    err, t0 = Console(stderr=True), time.perf_counter()
+
+    def progress(message):   # one line per stage on stderr: the table goes to stdout
+        err.print(f"[dim]{time.perf_counter() - t0:7.1f} s[/dim]  {message}", highlight=False)
+
+    res = b.run_benchmarks(models=tuple(models), methods=meths, quick=quick, progress_callback=progress)
     table = b.format_table(res)
     click.echo(table)
     if out:
@@ -539,6 +682,25 @@ def bench(quick, models_, methods_, out):
 # ---------------------------------------------------------------------------------------------
 # entry point: one-line errors
 # ---------------------------------------------------------------------------------------------
+
+#: The library's argument names in an error message, as the command line's flags.
+_FLAG_NAMES = (
+    (re.compile(r"pass project=True \(CLI: --project\)"), "pass --project"),
+    (re.compile(r"\bproject=True\b"), "--project"),
+    (re.compile(r"(?<![\w.-])t_final\b"), "--t-final"),
+    (re.compile(r"(?<![\w.-])save_every\b"), "--save-every"),
+    (re.compile(r"(?<![\w.(-])h(?= = | must | is | \(|\)|;|,|$)"), "--h"),
+    (re.compile(r"(?<![\w.-])(q0|v0|R0|omega0|x0|xdot0|xi0)(?= (must|violates|is|has|of)\b)"), r"--init \1"),
+)
+
+
+def flag_names(message: str) -> str:
+    """``message`` with the API's argument names (h, t_final, save_every, project=True, q0, ...)
+    written as the command line's flags (--h, --t-final, --save-every, --project, --init q0)."""
+    for pattern, repl in _FLAG_NAMES:
+        message = pattern.sub(repl, message)
+    return message
+
 
 def main(argv=None):
     """Console entry point (``dalembert``)."""
@@ -576,7 +738,7 @@ def main(argv=None):
             click.echo(f"dalembert: error: {msg}", err=True)
             sys.exit(EXIT_USAGE)
         if isinstance(exc, DalembertError):
-            click.echo(f"dalembert: error: {msg}", err=True)
+            click.echo(f"dalembert: error: {flag_names(msg)}", err=True)
         else:
             click.echo(f"dalembert: error: {type(exc).__name__}: {msg} (DALEMBERT_DEBUG=1 for the traceback)", err=True)
         sys.exit(EXIT_ERROR)

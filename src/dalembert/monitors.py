@@ -6,7 +6,7 @@ time-symmetric two-step map on Q×Q (dimension 2n) for dynamics on D (dimension 
 is attracting (the Chaplygin sleigh once it moves forward) that component follows the
 time-reversed, *repelling* linearisation and grows — by k ≈ 300 the discrete sleigh of the
 paper's Example 3 runs backwards with errors of 16–65 — while the energy stays within 1e-3, so
-energy monitoring does not see it (``gni-2008-momentum-energy.md`` §7.1).
+energy monitoring does not see it (our analysis of Example 3: docs/theory/ferraro2008.md).
 
 Indicator (:func:`sawtooth_indicator`). The one-sided step velocity u_k = (q_{k+1} − q_k)/h (on
 SO(3): vee(log(R_kᵀR_{k+1}))/h) is passed through the binomial high-pass
@@ -15,9 +15,10 @@ SO(3): vee(log(R_kᵀR_{k+1}))/h) is passed through the binomial high-pass
 
 which returns the amplitude of a component (−1)^k A exactly and damps a smooth signal by
 (ω h)⁴/16 (ω its frequency); a_k is divided by the node speed |v_k| (floored at 1e-3 of its
-median). This is the "alternating part of the lateral velocity" of the spec (the alternating
-part is lateral: the node velocity satisfies the constraint). The spec's alternative,
-|r_{k−1} − 2r_k + r_{k+1}|/4 with r_k = μ(q_k)M⁻¹p⁻_k, needs the system; it sees the same mode.
+median). This is the alternating part of the lateral velocity (our analysis,
+docs/theory/ferraro2008.md#parasitic-mode; the alternating part is lateral: the node velocity
+satisfies the constraint). An alternative, |r_{k−1} − 2r_k + r_{k+1}|/4 with
+r_k = μ(q_k)M⁻¹p⁻_k, needs the system; it sees the same mode.
 
 :func:`detect_parasitic_mode` finds the first node where the relative amplitude exceeds
 ``threshold`` (default 1e-2) and, going back, the step from which it stayed above
@@ -88,7 +89,7 @@ class SawtoothReport:
         return (f"parasitic period-2 (sawtooth) mode: relative amplitude {self.threshold:g} exceeded at step "
                 f"{self.step}{t}; it started at about step {self.onset}{rate}. The reflection scheme is "
                 f"unstable in this (attracting) regime; energy does not show it (see "
-                f"dalembert.monitors; use a DLA method or a smaller h for long runs)")
+                f"dalembert.monitors; use a one-step method — nh-rattle-sym, nh-rattle-4, a discrete gradient — or a smaller h)")
 
 
 def _log_so3(R):
@@ -326,10 +327,20 @@ def _report(rel, speed, stride, threshold, onset_fraction) -> SawtoothReport:
 MAX_CHECK_NODES = 1 << 19
 
 
+def record_warning(metadata: dict, category: type, message: str) -> None:
+    """Keep a warning a run issued in its metadata (``metadata["warnings"]``: a list of
+    ``{"category": name, "message": text}``), so that it is in the saved trajectory, the run's
+    ``summary.json`` and the report, not only on the terminal."""
+    entry = {"category": category.__name__, "message": " ".join(str(message).split())}
+    if entry not in metadata.setdefault("warnings", []):
+        metadata["warnings"].append(entry)
+
+
 def post_run_checks(traj, method) -> None:
     """Checks run by :func:`dalembert.integrate` after a run: for the GNI families
     (:data:`CHECKED_FAMILIES`) a :class:`ParasiticModeWarning` if :func:`detect_parasitic_mode`
-    finds a growing sawtooth (the report is also stored in ``traj.metadata['parasitic_mode']``).
+    finds a growing sawtooth (the report is also stored in ``traj.metadata['parasitic_mode']``, the
+    warning in ``traj.metadata['warnings']``).
     Never raises: a monitor must not fail a finished run. A run of more than
     :data:`MAX_CHECK_NODES` nodes (a streamed one) is checked on every k-th node
     (:meth:`~dalembert.Trajectory.thinned`; the in-loop statistic sees every step, so the
@@ -347,7 +358,9 @@ def post_run_checks(traj, method) -> None:
                                                "growth_rate": rep.growth_rate,
                                                "max_relative_amplitude": rep.max_relative_amplitude}
             h = float(traj.metadata.get("h", traj.t[1] - traj.t[0]))
-            warnings.warn(f"{traj.metadata.get('method', '')}: " + rep.message(h), ParasiticModeWarning,
+            message = f"{traj.metadata.get('method', '')}: " + rep.message(h)
+            record_warning(md, ParasiticModeWarning, message)
+            warnings.warn(message, ParasiticModeWarning,
                           stacklevel=4)  # post_run_checks ← _integrate_compiled ← integrate ← caller
     except Exception:  # noqa: BLE001 - a monitor never fails a run
         return

@@ -19,12 +19,16 @@ th,td{border:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top
 th{background:#f4f4f4} .pass{color:#11772d;font-weight:bold} .fail{color:#b00020;font-weight:bold}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0} .meta{color:#666;font-size:.85em}
 .note{background:#f9f9f4;border-left:3px solid #cc9;padding:.5em 1em}
+.warn{background:#fff8e6;border-left:3px solid #E69F00;padding:.3em 1em;font-size:.9em}
+figure{margin:1em 0} figcaption{color:#555;font-size:.85em}
 """
 
 
-def _img(path: Path) -> str:
+def _img(path: Path, caption: str) -> str:
     data = base64.b64encode(Path(path).read_bytes()).decode()
-    return f'<img alt="{html.escape(Path(path).name)}" src="data:image/png;base64,{data}">'
+    name = html.escape(Path(path).name)
+    return (f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
+            f'<figcaption>{html.escape(caption)} · {name}</figcaption></figure>')
 
 
 def write_report(results, out: Path, quick: bool = False) -> Path:
@@ -34,17 +38,20 @@ def write_report(results, out: Path, quick: bool = False) -> Path:
     n_pass = sum(c.passed for r in results for c in r.checks)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>dalembert reproduce</title>"
+             f"<link rel='icon' href='data:,'>"
              f"<style>{_CSS}</style></head><body>",
              "<h1>dalembert — reproduction report</h1>",
              f"<p class='meta'>dalembert {__version__} · Python {platform.python_version()} · {stamp}"
              f"{' · <b>quick versions</b>' if quick else ''}</p>",
              f"<p><b>{n_pass}/{n}</b> checks passed.</p>",
-             "<table><tr><th>experiment</th><th>paper</th><th>checks</th><th>time (s)</th></tr>"]
+             "<table id='summary'><tr><th>experiment</th><th>paper</th><th>checks</th><th>warnings</th>"
+             "<th>time (s)</th></tr>"]
     for r in results:
         k = sum(c.passed for c in r.checks)
         cls = "pass" if r.passed else "fail"
         parts.append(f"<tr><td><a href='#{r.id}'>{html.escape(r.id)}</a></td><td>{html.escape(r.paper)}</td>"
-                     f"<td class='{cls}'>{k}/{len(r.checks)}</td><td>{r.wall_time_s:.1f}</td></tr>")
+                     f"<td class='{cls}'>{k}/{len(r.checks)}</td><td>{len(r.warnings) or ''}</td>"
+                     f"<td>{r.wall_time_s:.1f}</td></tr>")
     parts.append("</table>")
     for r in results:
         parts.append(f"<h2 id='{r.id}'>{html.escape(r.title)}</h2>")
@@ -57,10 +64,16 @@ def write_report(results, out: Path, quick: bool = False) -> Path:
                          f"<td>{html.escape(c.measured)}</td><td class='{cls}'>{word}</td>"
                          f"<td>{html.escape(c.source)}</td></tr>")
         parts.append("</table>")
-        for f in r.figures:
-            parts.append(_img(f))
+        for i, f in enumerate(r.figures, 1):
+            parts.append(_img(f, f"Figure {i} of {r.id}"))
         if r.notes:
             parts.append(f"<p class='note'>{html.escape(r.notes)}</p>")
+        if r.warnings:
+            items = "".join(f"<li><b>{html.escape(w['category'])}</b>: {html.escape(w['message'])}</li>"
+                            for w in r.warnings)
+            parts.append(f"<details class='warn'><summary>{len(r.warnings)} warning(s) issued while it ran "
+                         f"(some experiments provoke them on purpose: see the checks)</summary><ul>{items}</ul>"
+                         f"</details>")
     parts.append("</body></html>")
     index = out / "index.html"
     index.write_text("\n".join(parts), encoding="utf-8")
@@ -68,7 +81,8 @@ def write_report(results, out: Path, quick: bool = False) -> Path:
                "passed": n_pass, "total": n,
                "experiments": [{"id": r.id, "title": r.title, "paper": r.paper, "quick": r.quick,
                                 "wall_time_s": r.wall_time_s, "checks": [c.as_dict() for c in r.checks],
-                                "figures": [str(f) for f in r.figures], "data": r.data, "notes": r.notes}
+                                "figures": [str(f) for f in r.figures], "data": r.data, "notes": r.notes,
+                                "warnings": r.warnings}
                                for r in results]}
     (out / "checks.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=float))
     return index

@@ -85,6 +85,13 @@ class Trajectory:
     def max_constraint_residual(self) -> float:
         return max_abs(self.constraint_residual)
 
+    def plot(self):
+        """A quick-look matplotlib Figure: the state against time, the relative energy error and
+        the constraint residual (long runs are strided to at most 5000 points per curve).
+        ``dalembert run`` writes the model-aware figures with units (:mod:`dalembert.plots`)."""
+        from .plots import trajectory_figure
+        return trajectory_figure(self)
+
     def thinned(self, max_nodes: int, fields=None) -> "Trajectory":
         """An in-memory Trajectory of every k-th node (k the smallest that keeps at most
         ``max_nodes``; the last node is kept too), for plots and checks of very long runs;

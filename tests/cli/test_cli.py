@@ -98,7 +98,10 @@ def test_reproduce_lists_and_runs_one_experiment(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, needle", [
     (["run", "no-such-model"], "unknown model 'no-such-model'; choose from:"),
-    (["run", "gearbox", "--method", "no-such-method"], "unknown method 'no-such-method'; choose from:"),
+    (["run", "gearbox", "--method", "no-such-method"], "unknown method 'no-such-method'; methods for gearbox: nh-rattle"),
+    (["run", "suslov", "--method", "nh-rattle"], "--method nh-rattle does not integrate suslov"),
+    (["run", "gearbox", "--h", "0.03", "--t-final", "1"], "--t-final = 1 is not a whole number of steps of --h = 0.03"),
+    (["run", "chaplygin-sleigh", "--init", "v0=1,1,1"], "pass --project"),
     (["run", "gearbox", "--param", "stiffness=2"], "has no parameter 'stiffness'; valid: asymmetry"),
     (["run", "gearbox", "--param", "asymmetry"], "--param expects NAME=VALUE"),
     (["run", "gearbox", "--init", "q0=1,2"], "has 3 coordinates"),

@@ -74,6 +74,12 @@ class Ensemble:
         e = self.arrays["energy"]
         return (e - e[:, :1]) / np.maximum(np.abs(e[:, :1]), np.finfo(float).tiny)
 
+    def plot(self):
+        """A quick-look matplotlib Figure: every member's relative energy error and constraint
+        residual against time (those kept), with the median."""
+        from ..plots import ensemble_figure
+        return ensemble_figure(self)
+
     def member(self, i: int) -> Trajectory:
         """Member i as a Trajectory (with the arrays that were kept)."""
         return trajectory(self.t, {k: v[i] for k, v in self.arrays.items()}, dict(self.metadata, member=i))

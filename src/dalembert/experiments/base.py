@@ -9,10 +9,12 @@ trajectories) are what CI runs; the full versions are what the report shows.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .. import plots
 from ..errors import UnknownNameError
 
 
@@ -59,6 +61,8 @@ class ExperimentResult:
     notes: str = ""
     quick: bool = False
     wall_time_s: float = 0.0
+    #: the warnings issued while it ran, each once: [{"category": ..., "message": ...}]
+    warnings: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -101,6 +105,13 @@ def run(exp: Experiment, quick: bool = False, out: Path = Path("reports/latest")
     fig_dir = Path(out) / "figures" / exp.id
     fig_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    checks, figures, data, notes = exp.func(quick, fig_dir)
+    with warnings.catch_warnings(record=True) as caught, plots.dimensionless_labels():
+        warnings.simplefilter("always")
+        checks, figures, data, notes = exp.func(quick, fig_dir)
+    seen = []
+    for w in caught:       # each distinct warning once, in the order issued (shown in the report)
+        entry = {"category": w.category.__name__, "message": " ".join(str(w.message).split())}
+        if entry not in seen:
+            seen.append(entry)
     return ExperimentResult(exp.id, exp.title, exp.paper, exp.description, list(checks),
-                            list(figures), data, notes, quick, time.perf_counter() - t0)
+                            list(figures), data, notes, quick, time.perf_counter() - t0, seen)

@@ -1,0 +1,69 @@
+"""What a new user meets first: bare ``dalembert``, the compact ``dalembert list`` and its
+details, ``--method auto``, and warnings kept in ``summary.json`` and the trajectory's metadata."""
+import json
+
+import numpy as np
+import pytest
+
+import dalembert as dl
+from dalembert.cli import main
+from dalembert.systems.kind import methods_for
+
+
+def run_cli(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_bare_dalembert_prints_the_short_help_and_exits_0(capsys):
+    code, out, err = run_cli([], capsys)
+    assert code == 0 and err == ""
+    for command in ("list", "run", "convergence", "sweep", "reproduce", "bench"):
+        assert f"dalembert {command}" in out
+    assert len(out.splitlines()) < 20
+
+
+def test_list_is_one_line_per_model_and_method(capsys):
+    code, out, _ = run_cli(["list"], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    names = [ln.split()[0] for ln in lines if ln.strip()]
+    assert set(dl.models.available()) <= set(names) and set(dl.methods.available()) <= set(names)
+    # one line each, plus two headers, a blank line, a hint and its blank line
+    assert len(lines) == len(dl.models.available()) + len(dl.methods.available()) + 5
+    code, out, _ = run_cli(["list", "--methods"], capsys)
+    assert len(out.splitlines()) == len(dl.methods.available()) + 1
+    code, out, _ = run_cli(["list", "--models"], capsys)
+    assert len(out.splitlines()) == len(dl.models.available()) + 1
+
+
+@pytest.mark.parametrize("model", ["chaplygin-sleigh", "suslov", "rolling-ball"])
+def test_list_model_names_the_methods_that_accept_it(model, capsys):
+    code, out, _ = run_cli(["list", "--model", model], capsys)
+    assert code == 0
+    mdl = dl.models.get(model)
+    listed = {ln.split()[0] for ln in out.split("methods that accept it")[1].splitlines()[2:] if ln.strip()}
+    assert listed == set(methods_for(mdl.system))
+    assert f"--method {mdl.default_method}" in out
+    for p in dl.models.spec(model).parameters:
+        assert f"{p.name} = {p.default:g}" in out
+
+
+def test_method_auto_is_the_models_default_and_warnings_are_kept(tmp_path, capsys):
+    out = tmp_path / "auto"
+    code, stdout, err = run_cli(["run", "chaplygin-sleigh", "--method", "auto", "--h", "0.1", "--t-final", "20",
+                                 "--no-plots", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert json.loads((out / "summary.json").read_text())["method"] == dl.models.get("chaplygin-sleigh").default_method
+    assert str(out) in stdout and "trajectory.npz" in stdout
+    # the two-step GNI in the sleigh's attracting regime: the warning is in the files, not only on stderr
+    bad = tmp_path / "gni"
+    code, _, err = run_cli(["run", "chaplygin-sleigh", "--method", "gni-midpoint", "--param", "J=1", "--init",
+                            "v0=-0.5,0,0.3", "--project", "--no-plots", "--out", str(bad)], capsys)
+    assert code == 0 and "ParasiticModeWarning" in err
+    summary = json.loads((bad / "summary.json").read_text())
+    assert [w["category"] for w in summary["warnings"]] == ["ParasiticModeWarning"]
+    assert summary["parasitic_mode"]["step"] > 0
+    assert dl.load(bad / "trajectory.npz").metadata["warnings"] == summary["warnings"]
