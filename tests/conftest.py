@@ -14,6 +14,21 @@ if os.environ.get("CI"):
 import dalembert  # noqa: E402  (enables float64 for JAX)
 
 
+#: DALEMBERT_FULL_CONFORMANCE=1 runs the whole suite: every method on every model in the conformance
+#: checks, and the tests marked ``full`` (slow variants of properties the quick suite also checks)
+FULL = os.environ.get("DALEMBERT_FULL_CONFORMANCE", "").strip() == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if FULL:
+        return
+    import pytest
+    skip = pytest.mark.skip(reason="in the full suite (DALEMBERT_FULL_CONFORMANCE=1)")
+    for item in items:
+        if "full" in item.keywords:
+            item.add_marker(skip)
+
+
 def pytest_configure(config):
     """The tests run with the settings the command line opts in to (XLA small-loop kernels, one
     CPU device per pool thread; what import alone does is tested in a fresh process,

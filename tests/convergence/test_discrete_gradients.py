@@ -86,7 +86,8 @@ def chaotic():
 @pytest.mark.xdist_group("chaotic-dg")          # one worker: the tests share compiled loops
 # dg-itoh-abe-sym's 1000 steps on this 13-dimensional form take ~30 s: its energy, constraints and
 # order are checked by the conformance suite (gearbox), its symmetry by test_time_symmetry
-@pytest.mark.parametrize("method", [m for m in DG_METHODS if m != "dg-itoh-abe-sym"])
+@pytest.mark.parametrize("method", [pytest.param(m, marks=pytest.mark.full) if m == "dg-itoh-abe" else m
+                                    for m in DG_METHODS if m != "dg-itoh-abe-sym"])
 def test_energy_and_constraints_chaotic(method):
     model, ap, x0 = chaotic()
     r = runner(method, ap, x0)((x0,), 0.1, 1000)               # t ∈ [0, 100]
@@ -98,7 +99,8 @@ def test_energy_and_constraints_chaotic(method):
     assert any("energy" in p for p in dl.methods.get(method).traits.preserves)
 
 
-@pytest.mark.parametrize("method", ["dg-gonzalez", "dg-avf", "implicit-midpoint"])
+@pytest.mark.parametrize("method", [pytest.param("dg-gonzalez", marks=pytest.mark.full), "dg-avf",
+                                    pytest.param("implicit-midpoint", marks=pytest.mark.full)])
 def test_simplified_and_full_newton_give_the_same_steps(method):
     """The default simplified Newton (one Jacobian per step) solves (14) to the same tolerance as
     full Newton: 50 steps of the chaotic system agree to round-off (before chaos amplifies it),
@@ -209,6 +211,7 @@ def test_order_gearbox_reduced_on_the_fly(frame):
 
 # --- item 9: time symmetry ----------------------------------------------------------------------
 
+@pytest.mark.full                                # 50–85 s; dg symmetry is also in the conformance suite
 @pytest.mark.xdist_group("chaotic-dg")          # one worker: the tests share compiled loops
 def test_time_symmetry():
     """Φ₋ₕ∘Φₕ = id to 1e-13 for the symmetric methods (spec item 9); plain Itoh–Abe is not

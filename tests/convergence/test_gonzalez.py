@@ -67,7 +67,8 @@ def reference():
     return q[-1], v[-1]
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.full) if v.endswith("-fd") else v
+                                     for v in VARIANTS])
 def test_order_two_on_the_gearbox(variant, reference):
     run = runner(variant)
     errs = []

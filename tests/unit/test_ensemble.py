@@ -111,7 +111,7 @@ SLEIGH_Q0 = np.array([1.0, 0.5, 0.0])
 SLEIGH_V0 = np.array([0.3, 0.0, 0.7])          # on the constraint at θ = 0
 
 
-@pytest.mark.parametrize("method", ["nh-rattle", "dg-gonzalez"])
+@pytest.mark.parametrize("method", ["nh-rattle", pytest.param("dg-gonzalez", marks=pytest.mark.full)])
 def test_ensemble_over_parameters_equals_one_by_one(method):
     params = {"g": np.array([0.0, 0.5, -0.3, 1.0]), "k": np.array([1.0, 3.0, 0.2, 2.0])}
     ens = dl.ensemble(_sleigh, method, params=params, q0=SLEIGH_Q0, v0=SLEIGH_V0, h=0.05,

@@ -72,7 +72,8 @@ DIRECTIONS = (np.array([1.0, 0, 0, 0, 0]), np.array([0, 0.6, -0.8, 0, 0]), np.ar
 X0 = np.array([*Q0, 0.7, 1.3])
 
 
-@pytest.mark.parametrize("method, make", [("nh-rattle", tied_skate), ("gni-midpoint", wobbly_skate)])
+@pytest.mark.parametrize("method, make", [("nh-rattle", tied_skate),
+                                          pytest.param("gni-midpoint", wobbly_skate, marks=pytest.mark.full)])
 def test_gradient_matches_finite_differences(method, make):
     """An explicit step (constant metric) and a GNI Newton step (q-dependent metric), with
     respect to q0, the initial heading rate and the mass, over t = 6 (the heading turns by about

@@ -101,12 +101,14 @@ def test_vmapped_solve_matches_numpy_with_and_without_pivoting(n, rhs):
     ref = ref if rhs else ref[..., 0]
     solve_v = jax.jit(jax.vmap(linalg.solve))
     solve_1 = jax.jit(linalg.solve)                     # compiled once (eager dispatch took 40 s at n = 13)
-    for members in (slice(0, 8, 2), slice(0, 8)):       # diagonal pivots only / mixed batch
+    # diagonal pivots only / a mixed batch, both of 8 members: one compilation (14 s at n = 16)
+    for members in (np.arange(8) % 4 * 2, np.arange(8)):
         x = np.asarray(solve_v(jnp.asarray(A[members]), jnp.asarray(b[members])))
         assert _rel(x, ref[members]) < 1e-10
-        one = np.stack([np.asarray(solve_1(jnp.asarray(a), jnp.asarray(c)))
-                        for a, c in zip(A[members], b[members])])
-        assert _rel(x, one) < 1e-12
+        if n <= linalg.UNROLL_MAX:   # above, the one-matrix solve is LAPACK's, as NumPy's (checked above)
+            one = np.stack([np.asarray(solve_1(jnp.asarray(a), jnp.asarray(c)))
+                            for a, c in zip(A[members], b[members])])
+            assert _rel(x, one) < 1e-12
 
 
 @pytest.mark.parametrize("n", [1, 4, 13, linalg.BATCHED_UNROLL_MAX + 2])
@@ -128,7 +130,7 @@ def test_chord_factor_and_solve_alone_and_under_vmap(n):
         f = linalg.chord_factor(a)
         return linalg.chord_solve(f, c), linalg.chord_solve(f, 2.0 * c)
 
-    for sel in (slice(0, 6, 2), slice(0, 6)):                   # diagonal pivots only / mixed
+    for sel in (np.arange(6) % 3 * 2, np.arange(6)):            # diagonal pivots only / mixed (one compilation)
         x, x2 = members(jnp.asarray(A[sel]), jnp.asarray(b[sel]))
         assert _rel(x, ref[sel]) < 1e-10
         assert _rel(x2, 2.0 * ref[sel]) < 1e-10

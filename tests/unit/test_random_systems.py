@@ -78,6 +78,7 @@ def test_constraint_preserving_methods_keep_the_constraint_on_random_systems(met
     assert np.all(res <= 1e-12 * residual_scale(ens)), res
 
 
+@pytest.mark.full      # 30–55 s of compiling; the DG methods on user systems: test_atlas, the conformance suite
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow], phases=PHASES)
 @given(data=st.data())
 def test_discrete_gradient_keeps_the_energy_and_is_reversible_on_random_systems(data):

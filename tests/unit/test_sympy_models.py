@@ -79,7 +79,7 @@ def test_imported_rolling_disc_equals_the_builtin_tilting_disk():
     assert not s.is_affine
 
 
-@pytest.mark.parametrize("method", ["nh-rattle", "gni-midpoint", "dg-gonzalez"])
+@pytest.mark.parametrize("method", ["nh-rattle", "gni-midpoint", pytest.param("dg-gonzalez", marks=pytest.mark.full)])
 def test_imported_rolling_disc_converges_with_order_two(method):
     """Against the reference ODE (DOP853) at t = 1: fitted order 2 ± 0.15, constraint ≤ 1e-12 at
     every node; the discrete gradient (through the automatic almost-Poisson reduction) keeps the
