@@ -276,7 +276,9 @@ def polish(fig) -> None:
         if _DIMENSIONLESS[-1]:
             for get, set_ in ((ax.get_xlabel, ax.set_xlabel), (ax.get_ylabel, ax.set_ylabel)):
                 text = get()
-                if text and not any(m in text for m in _UNIT_MARKS):
+                if text.strip() in ("k", "n", "k (step)"):
+                    set_("step k")
+                elif text and not any(m in text for m in _UNIT_MARKS):
                     set_(f"{text} (dimensionless)")
         for lab in ax.get_xticklabels(which="both"):
             lab.set_fontsize(8)

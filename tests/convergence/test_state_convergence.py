@@ -19,10 +19,10 @@ def test_suslov_orders_against_the_exact_solution():
     assert res.labels == ("R", "omega")
     assert res.reference == "exact solution"
     assert abs(res.orders_v["eps-midpoint"] - 2.0) < 0.1
-    assert abs(res.orders_q["eps-midpoint"] - 1.0) < 0.1
+    assert abs(res.orders_q["eps-midpoint"] - 2.0) < 0.1     # R by the midpoint reconstruction (default)
     assert abs(res.orders_q["lie-gni-mv"] - 2.0) < 0.1
     assert abs(res.orders_v["lie-gni-mv"] - 2.0) < 0.1
-    assert np.all(res.errors_q["eps-midpoint"] > 1e-4)      # a real error, not a self-comparison
+    assert np.all(res.errors_q["eps-midpoint"] > 1e-6)      # a real error, not a self-comparison
 
 
 def test_other_initial_state_and_bad_names():

@@ -53,7 +53,8 @@ def test_incompatible_pair_on_the_command_line_is_one_line():
                           "--no-plots", "--t-final", "0.1"], capture_output=True, text=True, timeout=300)
     assert out.returncode != 0
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "integrates nonholonomic systems" in lines[0], out.stderr
+    assert len(lines) == 1 and "--method nh-rattle does not integrate suslov" in lines[0], out.stderr
+    assert "eps-midpoint" in lines[0] and "dalembert list --model suslov" in lines[0]
 
 
 def test_views_are_registered_and_applied():

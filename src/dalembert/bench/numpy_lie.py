@@ -12,11 +12,12 @@ Schemes (system: constant inertia 𝕀 (3, 3) symmetric, constant body covectors
 :mod:`dalembert.methods.eps`, :mod:`dalembert.methods.lie_gni`):
 
 * ``dreps-euler`` / ``dreps-rk4`` (Jiménez–Scheurle 2015, (54)–(55), Prop 6.1): ω_{k+1} = P Φ_h(ω_k),
-  f(ω) = P𝕀⁻¹((𝕀ω) × ω); R_{k+1} = R_k cay(h ω_k);
+  f(ω) = P𝕀⁻¹((𝕀ω) × ω); R_{k+1} = R_k cay(h (ω_k + ω_{k+1})/2) (the default midpoint reconstruction);
 * ``eps-midpoint`` (the "DREPS midpoint rule" of its §6.2): Newton on (ω_{k+1}, hμ) of
-  𝕀(ω_{k+1} − ω_k) = h 𝕀ω̄ × ω̄ + Aᵀhμ, A ω_{k+1} = 0, from (ω_k + h f(ω_k), h λ(ω_k));
+  𝕀(ω_{k+1} − ω_k) = h 𝕀ω̄ × ω̄ + Aᵀhμ, A ω_{k+1} = 0, from (ω_k + h f(ω_k), h λ(ω_k)); R by the
+  midpoint reconstruction;
 * ``eps-variational`` ((56)/(58), Cayley): Newton on (ω_{k+1}, hλ) of
-  (dcay⁻¹_{hω_{k+1}})ᵀ𝕀ω_{k+1} − (dcay⁻¹_{−hω_k})ᵀ𝕀ω_k = Aᵀhλ, A ω_{k+1} = 0;
+  (dcay⁻¹_{hω_{k+1}})ᵀ𝕀ω_{k+1} − (dcay⁻¹_{−hω_k})ᵀ𝕀ω_k = Aᵀhλ, A ω_{k+1} = 0; R_{k+1} = R_k cay(hω_k);
 * ``lie-gni-mv`` / ``lie-gni-cayley`` (Ferraro et al. 2008, (7)): μ⁻ = μ⁺ − 2Aᵀ C⁻¹A𝕀⁻¹μ⁺,
   Newton on w (W = cay(w)) for l_d'^R(W) = μ⁻ from w = h𝕀⁻¹μ⁻; R_{k+1} = R_k W,
   μ⁺_{k+1} = l_d'^L(W); start-up μ⁺_0 = 𝕀ω_0 − (h/2)Aᵀλ(ω_0) ("consistent").
@@ -86,7 +87,7 @@ def _dreps_loop(s, R, w, h, n, rk4):
             w1 = P @ (w + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4))
         else:
             w1 = P @ (w + h * f(w))
-        R = R @ _cayley(h * w)
+        R = R @ _cayley(0.5 * h * (w + w1))
         w = w1
         Rs[k + 1], Ws[k + 1] = R, w
     return Rs, Ws, 0
@@ -101,9 +102,10 @@ def _block(J11, A):
     return J
 
 
-def _eps_loop(s, R, w, h, n, rtol, max_iter, residual):
+def _eps_loop(s, R, w, h, n, rtol, max_iter, residual, midpoint):
     """The loop shared by the implicit EPS schemes: at each step solve residual(ω_k) = (F, J) on
-    x = (ω_{k+1}, hλ) by Newton from the explicit-Euler guess, then R_{k+1} = R_k cay(hω_k)."""
+    x = (ω_{k+1}, hλ) by Newton from the explicit-Euler guess, then R_{k+1} = R_k cay(hω̄) with
+    ω̄ = (ω_k + ω_{k+1})/2 (``midpoint``) or ω_k."""
     Rs, Ws = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
     Rs[0], Ws[0] = R, w
     total = 0
@@ -113,7 +115,7 @@ def _eps_loop(s, R, w, h, n, rtol, max_iter, residual):
         x, it = newton(residual(w0), guess, rtol, max_iter, k)
         total += it
         w = x[:3]
-        R = R @ _cayley(h * w0)
+        R = R @ _cayley(h * (0.5 * (w0 + w) if midpoint else w0))
         Rs[k + 1], Ws[k + 1] = R, w
     return Rs, Ws, total
 
@@ -131,7 +133,7 @@ def _eps_midpoint_loop(s, R, w, h, n, rtol, max_iter):
                     _block(I - 0.5 * h * (_hat(I @ wb) - _hat(wb) @ I), A))
         return FJ
 
-    return _eps_loop(s, R, w, h, n, rtol, max_iter, residual)
+    return _eps_loop(s, R, w, h, n, rtol, max_iter, residual, midpoint=True)
 
 
 def _dual_momentum(I, w, h):
@@ -159,7 +161,7 @@ def _eps_variational_loop(s, R, w, h, n, rtol, max_iter):
                     _block(_dual_momentum_jac(I, w1, h), A))
         return FJ
 
-    return _eps_loop(s, R, w, h, n, rtol, max_iter, residual)
+    return _eps_loop(s, R, w, h, n, rtol, max_iter, residual, midpoint=False)
 
 
 def _lie_gni_loop(s, R, w, h, n, lagrangian, rtol, max_iter):
