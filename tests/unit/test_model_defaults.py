@@ -19,7 +19,9 @@ def test_default_run_is_stable_and_follows_the_solution(name):
         warnings.simplefilter("always")
         traj = dl.integrate(mdl.system, mdl.default_method, h=mdl.default_h, t_final=mdl.default_t_final,
                             save_every=7, **mdl.initial_state)
-    assert [str(w.message) for w in caught] == []
+    ours = [str(w.message) for w in caught      # (not another thread's, e.g. a server of another test)
+            if w.category.__module__.startswith("dalembert") or "dalembert" in str(w.filename)]
+    assert ours == []
     assert traj.metadata.get("warnings", []) == []
     assert traj.max_constraint_residual < 1e-10
     if "energy" in mdl.invariants:           # bounded, no drift
