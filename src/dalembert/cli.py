@@ -87,7 +87,9 @@ dalembert — structure-preserving integrators for nonholonomic mechanical syste
 
   dalembert list                      models and methods, one line each
   dalembert list --model NAME         a model's parameters, data and the methods that accept it
+  dalembert list --method NAME        a method's traits and source
   dalembert run MODEL                 integrate a model (--method, --h, --t-final, --param, --init)
+  dalembert run --resume DIR          continue an interrupted run
   dalembert convergence MODEL         fitted orders of methods on a model against its solution
   dalembert sweep MODEL --members B   an ensemble as tasks on a Dask cluster
   dalembert reproduce --quick         the papers' experiments and their checks, as an HTML report
@@ -149,7 +151,7 @@ def _model_details(name) -> list:
     out.append("  parameters (--param NAME=VALUE):" if s.parameters else "  parameters: none")
     out += [f"    {p.name} = {p.default:g} {p.unit}".rstrip() + f"  — {p.doc}" for p in s.parameters]
     out.append("  initial state (--init NAME=V1,V2,...):")
-    out += [f"    {k} = {np.array2string(np.asarray(v, float).ravel(), precision=6, separator=', ')}"
+    out += [f"    {k}=" + ",".join(f"{x:.10g}" for x in np.asarray(v, float).ravel())
             for k, v in mdl.initial_state.items()]
     sol = ("exact" if mdl.has_exact_solution else
            "the model's reference solution" if mdl.reference is not None else "reference ODE (DOP853, rtol = atol = 1e-13)")
@@ -224,7 +226,8 @@ def list_cmd(only_models, only_methods, model_name, method_name, as_json):
     if not only_models:
         lines += ([""] if lines else []) + _method_lines()
     if not (only_models or only_methods):
-        lines += ["", "`dalembert list --model NAME` / `--method NAME` for the details; --json for everything."]
+        lines += ["", "implicit*: explicit in a special case (e.g. a constant metric). `dalembert list --model NAME`",
+                  "/ `--method NAME` for the details; --json for everything."]
     click.echo("\n".join(lines))
 
 
@@ -449,7 +452,9 @@ def _summary(traj, mdl, total_wall, files) -> dict:
         "t_final": md["t_final"], "n_steps": md["n_steps"], "save_every": md["save_every"],
         "nodes": len(traj),
         "max_relative_energy_error": traj.max_relative_energy_error,
+        "max_energy_change": traj.max_relative_energy_error * max(abs(float(traj.energy[0])), np.finfo(float).tiny),
         "energy_is_invariant": "energy" in mdl.invariants,
+        "initial_state": {k: md[k] for k in mdl.initial_state if k in md},   # after --project
         "max_constraint_residual": traj.max_constraint_residual,
         "invariants": inv,
         "newton": md.get("newton"),
@@ -469,8 +474,10 @@ def _print_summary(s, outdir):
     t.add_column(style="bold")
     t.add_column()
     t.add_row("steps", f"{s['n_steps']:,}")
-    t.add_row("max |ΔE|/E", f"{s['max_relative_energy_error']:.3e}" +
-              ("" if s["energy_is_invariant"] else "  (not an invariant here)"))
+    if s["energy_is_invariant"]:
+        t.add_row("max |ΔE|/E", f"{s['max_relative_energy_error']:.3e}")
+    else:
+        t.add_row("max |E(t) − E(0)|", f"{s['max_energy_change']:.3e}  (energy is not an invariant here)")
     t.add_row("max constraint residual", f"{s['max_constraint_residual']:.3e}")
     for k, v in s["invariants"].items():
         if k != "energy":
@@ -691,6 +698,7 @@ _FLAG_NAMES = (
     (re.compile(r"(?<![\w.-])save_every\b"), "--save-every"),
     (re.compile(r"(?<![\w.(-])h(?= = | must | is | \(|\)|;|,|$)"), "--h"),
     (re.compile(r"(?<![\w.-])(q0|v0|R0|omega0|x0|xdot0|xi0)(?= (must|violates|is|has|of)\b)"), r"--init \1"),
+    (re.compile(r"\b(Use|or) (--t-final|--h) = "), r"\1 \2 "),     # a suggestion: as it is typed
 )
 
 

@@ -94,7 +94,7 @@ def dimensionless_labels():
 def run_figures(traj, model, out: Path) -> list[Path]:
     """Write path.png, energy.png, constraint.png for a trajectory of a built-in model; return
     their paths. energy.png shows the relative energy error where energy is an invariant of the
-    model, else the energy balance E(t) − E(0) (the work of the non-conservative forces, e.g. a
+    model, else the energy change E(t) − E(0) (the work of the non-conservative forces, e.g. a
     turning table's)."""
     out.mkdir(parents=True, exist_ok=True)
     s = _stride(len(traj))
@@ -113,7 +113,7 @@ def run_figures(traj, model, out: Path) -> list[Path]:
     ax.set_xlabel(labelled(ci, unit_of(model, ci)))
     ax.set_ylabel(labelled(cj, unit_of(model, cj)))
     what = "configuration path" if model.path_array == "q" else f"path of {model.path_array}"
-    ax.set_title(f"{model.name}: {what}, {cj} against {ci}\n({label}, t ∈ [0, {traj.t[-1]:g}])", fontsize=9)
+    ax.set_title(f"{model.name}: {what}: {cj} against {ci}\n({label}, t ∈ [0, {traj.t[-1]:g}])", fontsize=9)
     ax.legend(fontsize=8)
     ax.set_aspect("equal", adjustable="datalim")
     files.append(_save(fig, out / "path.png"))
@@ -128,7 +128,7 @@ def run_figures(traj, model, out: Path) -> list[Path]:
         e = np.asarray(traj.energy[::s])
         ax.plot(t, e - e[0], lw=0.8)
         ax.set_ylabel(labelled("E(t) − E(0)", unit_of(model, "energy")))
-        ax.set_title(f"{model.name}: energy balance E(t) − E(0) ({label})\n"
+        ax.set_title(f"{model.name}: energy change E(t) − E(0) ({label})\n"
                      f"E is not an invariant here: the constraint or external forces do work", fontsize=9)
     ax.set_xlabel(t_label)
     ax.grid(True, which="both", alpha=0.3)
@@ -176,7 +176,7 @@ def trajectory_figure(traj):
     if traj.energy is not None:
         axes[1].semilogy(t[::s], np.maximum(np.abs(np.asarray(traj.relative_energy_error))[::s], 1e-17), lw=0.8)
         axes[1].set_ylabel("|E(t) − E(0)| / |E(0)| (dimensionless)")
-        axes[1].set_title("relative energy error (a drift where E is not conserved)", fontsize=9)
+        axes[1].set_title("relative energy error (where E is an invariant; else the energy change)", fontsize=9)
     if traj.constraint_residual is not None:
         res = np.max(np.abs(np.asarray(traj.constraint_residual).reshape(len(t), -1)), axis=1)
         axes[2].semilogy(t[::s], np.maximum(res[::s], 1e-18), lw=0.8)

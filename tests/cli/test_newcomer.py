@@ -31,8 +31,8 @@ def test_list_is_one_line_per_model_and_method(capsys):
     lines = out.splitlines()
     names = [ln.split()[0] for ln in lines if ln.strip()]
     assert set(dl.models.available()) <= set(names) and set(dl.methods.available()) <= set(names)
-    # one line each, plus two headers, a blank line, a hint and its blank line
-    assert len(lines) == len(dl.models.available()) + len(dl.methods.available()) + 5
+    # one line each, plus two headers, a blank line, and a two-line hint after a blank line
+    assert len(lines) == len(dl.models.available()) + len(dl.methods.available()) + 6
     code, out, _ = run_cli(["list", "--methods"], capsys)
     assert len(out.splitlines()) == len(dl.methods.available()) + 1
     code, out, _ = run_cli(["list", "--models"], capsys)

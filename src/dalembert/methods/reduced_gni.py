@@ -355,8 +355,9 @@ def _traits(source, extra=()):
         order=2, symmetric=True, implicit=True,
         preserves=("averaged-momentum constraint μ̃G̃⁻¹p̄_k = ν̃ (affine) exactly",
                    "R_k ∈ SO(3) to round-off") + tuple(extra),
-        node_velocity="G̃⁻¹p̄_k, p̄_k = ½(FL⁺_k + FL⁻_k) = P*FL⁺_k + Q*Π (averaged momentum); the "
-                      "two-point start-up caps the observed order at 1 (erratum E15)",
+        node_velocity="G̃⁻¹p̄_k, p̄_k = ½(FL⁺_k + FL⁻_k) = P*FL⁺_k + Q*Π (averaged momentum), second "
+                      "order with the default start-up (the paper's startup='two-point' caps the observed "
+                      "order at 1: erratum E15)",
         source=source, family="reduced-gni", integrates=("reduced",),
         explicit_when="")
 
