@@ -344,7 +344,9 @@ def _method_for(mdl, name):
     try:
         method = dl.methods.get(mdl.default_method if name in (None, "auto") else name)
     except UnknownNameError:
-        raise UnknownNameError(f"--method: unknown method {name!r}; methods for {mdl.name}: "
+        from dalembert.errors import did_you_mean
+        raise UnknownNameError(f"--method: unknown method {name!r}{did_you_mean(name, _accepting(mdl.name))}; "
+                               f"methods for {mdl.name}: "
                                f"{', '.join(_accepting(mdl.name))}, or auto (its default, "
                                f"{mdl.default_method})") from None
     try:

@@ -39,6 +39,13 @@ class UnknownNameError(DalembertError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+def did_you_mean(name, choices) -> str:
+    """" (did you mean 'x'?)" for the closest of ``choices`` to a mistyped ``name``, or ""."""
+    import difflib
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 class ConvergenceError(DalembertError, RuntimeError):
     """A step of an implicit method did not converge (or produced non-finite numbers).
 

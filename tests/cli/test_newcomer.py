@@ -67,3 +67,13 @@ def test_method_auto_is_the_models_default_and_warnings_are_kept(tmp_path, capsy
     assert [w["category"] for w in summary["warnings"]] == ["ParasiticModeWarning"]
     assert summary["parasitic_mode"]["step"] > 0
     assert dl.load(bad / "trajectory.npz").metadata["warnings"] == summary["warnings"]
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["run", "chaplygin-slei"], "did you mean 'chaplygin-sleigh'?"),
+    (["run", "chaplygin-sleigh", "--method", "dg-avff"], "did you mean 'dg-avf'?"),
+    (["run", "chaplygin-sleigh", "--param", "JJ=2"], "did you mean 'J'?"),
+])
+def test_a_typo_gets_the_closest_name(args, hint, capsys):
+    code, _, err = run_cli(args, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and hint in err

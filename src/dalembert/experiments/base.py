@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import plots
-from ..errors import UnknownNameError
+from ..errors import UnknownNameError, did_you_mean
 
 
 @dataclass
@@ -97,7 +97,8 @@ def get(id: str) -> Experiment:
     try:
         return _REGISTRY[id]
     except KeyError:
-        raise UnknownNameError(f"unknown experiment {id!r}; choose from: {', '.join(sorted(_REGISTRY))}") from None
+        raise UnknownNameError(f"unknown experiment {id!r}{did_you_mean(id, _REGISTRY)}; choose from: "
+                               f"{', '.join(sorted(_REGISTRY))}") from None
 
 
 def run(exp: Experiment, quick: bool = False, out: Path = Path("reports/latest")) -> ExperimentResult:

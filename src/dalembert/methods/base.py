@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax.numpy as jnp
 
-from ..errors import UnknownNameError
+from ..errors import UnknownNameError, did_you_mean
 
 
 class StepInfo(NamedTuple):
@@ -226,7 +226,8 @@ def get(name_or_method) -> Method:
         return _REGISTRY[name_or_method]
     except (KeyError, TypeError):
         raise UnknownNameError(
-            f"unknown method {name_or_method!r}; choose from: {', '.join(sorted(_REGISTRY))}") from None
+            f"unknown method {name_or_method!r}{did_you_mean(name_or_method, _REGISTRY)}; choose from: "
+            f"{', '.join(sorted(_REGISTRY))}") from None
 
 
 def available() -> dict:

@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import InputError, UnknownNameError
+from ..errors import InputError, UnknownNameError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,8 @@ class ModelSpec:
         for k, val in params.items():
             if k not in known:
                 choices = ", ".join(known) or "(this model has no parameters)"
-                raise UnknownNameError(f"model {self.name!r} has no parameter {k!r}; valid: {choices}")
+                raise UnknownNameError(f"model {self.name!r} has no parameter {k!r}{did_you_mean(k, known)}; "
+                                       f"valid: {choices}")
             p = known[k]
             try:
                 x = float(val)
@@ -193,7 +194,8 @@ def spec(name: str) -> ModelSpec:
     try:
         return _SPECS[name]
     except KeyError:
-        raise UnknownNameError(f"unknown model {name!r}; choose from: {', '.join(sorted(_SPECS))}") from None
+        raise UnknownNameError(f"unknown model {name!r}{did_you_mean(name, _SPECS)}; choose from: "
+                               f"{', '.join(sorted(_SPECS))}") from None
 
 
 def get(name: str, **params) -> Model:
