@@ -107,12 +107,6 @@ def cli(ctx):
         click.echo(SHORT_HELP)
 
 
-def _kind(system) -> str:
-    from dalembert.systems.kind import kinds_of
-    k = kinds_of(system)
-    return k[0] if k else type(system).__name__
-
-
 def _columns(rows, header) -> list:
     """Rows of strings as left-aligned columns (no truncation, no wrapping)."""
     rows = [header] + [[str(c) for c in r] for r in rows]
@@ -141,13 +135,13 @@ def _model_lines() -> list:
 
 def _model_details(name) -> list:
     import dalembert as dl
-    from dalembert.systems.kind import methods_for
+    from dalembert.systems.kind import kind_name, methods_for
     s = dl.models.spec(name)
     mdl = dl.models.get(s.name)
     out = [f"{s.name} — {s.title}", f"  source: {s.source}"]
     if s.description:
         out.append(f"  {s.description}")
-    out.append(f"  system kind: {_kind(mdl.system)}; coordinates: {', '.join(mdl.coordinates)}")
+    out.append(f"  system kind: {kind_name(mdl.system)}; coordinates: {', '.join(mdl.coordinates)}")
     out.append("  parameters (--param NAME=VALUE):" if s.parameters else "  parameters: none")
     out += [f"    {p.name} = {p.default:g} {p.unit}".rstrip() + f"  — {p.doc}" for p in s.parameters]
     out.append("  initial state (--init NAME=V1,V2,...):")
@@ -338,23 +332,19 @@ def _method_for(mdl, name):
     """The method ``--method NAME`` names for a model (None or "auto": the model's default),
     refused with the methods that accept the model when it does not."""
     import dalembert as dl
-    from dalembert.errors import InputError
-    from dalembert.systems.kind import kinds_of, resolve
-    from dalembert.errors import UnknownNameError
+    from dalembert.errors import InputError, UnknownNameError, did_you_mean
+    from dalembert.systems.kind import kind_name, methods_for, resolve
     try:
         method = dl.methods.get(mdl.default_method if name in (None, "auto") else name)
     except UnknownNameError:
-        from dalembert.errors import did_you_mean
-        raise UnknownNameError(f"--method: unknown method {name!r}{did_you_mean(name, _accepting(mdl.name))}; "
-                               f"methods for {mdl.name}: "
-                               f"{', '.join(_accepting(mdl.name))}, or auto (its default, "
-                               f"{mdl.default_method})") from None
+        fits = methods_for(mdl.system)
+        raise UnknownNameError(f"--method: unknown method {name!r}{did_you_mean(name, fits)}; methods for "
+                               f"{mdl.name}: {', '.join(fits)}, or auto (its default, {mdl.default_method})") from None
     try:
         resolve(mdl.system, method)
     except InputError:
-        kinds = kinds_of(mdl.system)
-        raise InputError(f"--method {method.name} does not integrate {mdl.name} (a {kinds[0] if kinds else ''} "
-                         f"system); methods that do: {', '.join(_accepting(mdl.name))} (details: "
+        raise InputError(f"--method {method.name} does not integrate {mdl.name} (a {kind_name(mdl.system)} "
+                         f"system); methods that do: {', '.join(methods_for(mdl.system))} (details: "
                          f"dalembert list --model {mdl.name})") from None
     return method
 

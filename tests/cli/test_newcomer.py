@@ -2,19 +2,11 @@
 details, ``--method auto``, and warnings kept in ``summary.json`` and the trajectory's metadata."""
 import json
 
-import numpy as np
 import pytest
 
 import dalembert as dl
-from dalembert.cli import main
 from dalembert.systems.kind import methods_for
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
+from test_cli import run_cli     # (tests/cli is on sys.path: pytest's default import mode)
 
 
 def test_bare_dalembert_prints_the_short_help_and_exits_0(capsys):

@@ -18,7 +18,7 @@ from ..solvers import newton_module as newton_mod
 from ..trajectory import Trajectory
 from . import loop
 from . import stream as stream_mod
-from ..systems.kind import kinds_of, resolve
+from ..systems.kind import kind_name, resolve
 from .programs import bind, options_key, single_run_programs, view_of
 
 
@@ -95,8 +95,7 @@ def chart_metadata(arrays: dict, h: float) -> dict:
 
 def run_metadata(system, method, h, n_steps, save_every, options, **extra) -> dict:
     """The metadata every run records."""
-    kinds = kinds_of(system)
-    return {"system": system.name, "kind": kinds[0] if kinds else type(system).__name__,
+    return {"system": system.name, "kind": kind_name(system),
             "method": method.name, "traits": method.traits.as_dict(), "h": h,
             "t_final": n_steps * h, "n_steps": n_steps, "save_every": save_every,
             "options": dict(options), **extra,

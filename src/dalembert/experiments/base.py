@@ -16,6 +16,7 @@ from typing import Callable
 
 from .. import plots
 from ..errors import UnknownNameError, did_you_mean
+from ..monitors import record_warning
 
 
 @dataclass
@@ -109,10 +110,9 @@ def run(exp: Experiment, quick: bool = False, out: Path = Path("reports/latest")
     with warnings.catch_warnings(record=True) as caught, plots.dimensionless_labels():
         warnings.simplefilter("always")
         checks, figures, data, notes = exp.func(quick, fig_dir)
-    seen = []
-    for w in caught:       # each distinct warning once, in the order issued (shown in the report)
-        entry = {"category": w.category.__name__, "message": " ".join(str(w.message).split())}
-        if entry not in seen:
-            seen.append(entry)
+    issued = {}            # each distinct warning once, in the order issued (shown in the report)
+    for w in caught:
+        record_warning(issued, w.category, w.message)
     return ExperimentResult(exp.id, exp.title, exp.paper, exp.description, list(checks),
-                            list(figures), data, notes, quick, time.perf_counter() - t0, seen)
+                            list(figures), data, notes, quick, time.perf_counter() - t0,
+                            issued.get("warnings", []))

@@ -156,6 +156,12 @@ def kinds_of(system) -> tuple:
     return k() if callable(k) else ()
 
 
+def kind_name(system) -> str:
+    """The system's (first) kind, or its class name for an object that is not a system kind."""
+    mine = kinds_of(system)
+    return mine[0] if mine else type(system).__name__
+
+
 def find_view(system, accepted) -> View | None:
     """The view that makes ``system`` one of the ``accepted`` kinds, or None if it is one
     already. Raises LookupError when neither."""
@@ -183,8 +189,7 @@ def resolve(system, method) -> View | None:
         return find_view(system, accepted)
     except LookupError:
         pass
-    mine = kinds_of(system)
-    kind = mine[0] if mine else type(system).__name__
+    kind = kind_name(system)
     fits = methods_for(system)
     raise InputError(f"method {method.name!r} integrates {' or '.join(accepted)} systems; "
                      f"{getattr(system, 'name', 'this system')!r} is a {kind} system. Methods for "
