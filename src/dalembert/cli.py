@@ -163,9 +163,7 @@ def _method_details(name) -> list:
     tr = m.traits
     step = "explicit"
     if tr.implicit:
-        when = tr.explicit_when
-        step = ("implicit" + (f" ({when[5:].strip(' ()')})" if when.startswith("never") else
-                              f" (explicit for {when})" if when else ""))
+        step = "implicit" + (f" (explicit for {tr.explicit_when})" if tr.explicit_when else "")
     views = [f"{src} (through a view)" for (src, dst) in dl.systems.views() if dst in tr.integrates
              and src not in tr.integrates]
     models = [n for n in dl.models.available() if m.name in _accepting(n)]

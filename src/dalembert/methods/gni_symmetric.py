@@ -151,9 +151,10 @@ def _traits(source, explicit_when=""):
 METHODS = (
     SymmetricGNI(
         name="nh-rattle-sym",
-        traits=_traits(f"{_SRC}; L_d^SV (15)", "never (Newton on the m impulses only when G is constant)"),
+        traits=_traits(f"{_SRC}; L_d^SV (15)"),
         description="Nonholonomic RATTLE with one impulse per step: a self-adjoint map on D*, "
-                    "the base of nh-rattle-4/-6/-8.",
+                    "the base of nh-rattle-4/-6/-8; never explicit (Newton on the m impulses only when "
+                    "G is constant, on the whole step otherwise).",
         discrete_lagrangian=dls.stormer_verlet),
     SymmetricGNI(
         name="gni-midpoint-sym",
