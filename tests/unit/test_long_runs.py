@@ -68,6 +68,42 @@ def test_non_finite_energy_is_caught_at_the_step_whatever_save_every():
     assert steps[0] == steps[1]
 
 
+def _runaway():
+    """A particle in V = −q₁⁴ (a constant constraint on q₃): q₁ reaches inf in finite time, so
+    an explicit step's state goes non-finite (inf, then NaN) between saved nodes."""
+    return dl.NonholonomicSystem(mass_matrix=jnp.eye(3), potential=lambda q: -q[0] ** 4,
+                                 constraint_matrix=lambda q: jnp.array([[0.0, 0.0, 1.0]]), name="runaway")
+
+
+@pytest.mark.parametrize("system, v0", [(LOGSK, [-3.0, 0.0, 0.0]), ("runaway", [3.0, 0.0, 0.0])])
+@pytest.mark.parametrize("save_every", [1, 7, 1000])
+def test_explicit_steps_checked_after_the_node_fail_where_every_step_is_checked(system, v0, save_every):
+    """An explicit step runs a node unchecked and checks after it (loop.run_explicit_steps);
+    a failure is then located by the node's steps again, each checked. The step named and the
+    prefix kept equal those of the loop that checks every step (check_every=1)."""
+    system = _runaway() if system == "runaway" else system
+    kw = dict(q0=np.zeros(3), v0=np.array(v0), h=0.01, t_final=20.0, save_every=save_every)
+    errs = []
+    for extra in ({}, {"check_every": 1}):
+        with pytest.raises(dl.ConvergenceError) as e:
+            dl.integrate(system, "nh-rattle", **kw, **extra)
+        errs.append(e.value)
+    assert errs[0].step == errs[1].step and 0 < errs[0].step < 2000
+    np.testing.assert_array_equal(errs[0].trajectory.q, errs[1].trajectory.q)
+    assert np.all(np.isfinite(errs[0].trajectory.q))
+
+
+def test_the_unchecked_loop_is_chosen_for_explicit_steps_only():
+    from dalembert.engine import programs
+    state = (jnp.asarray(Q0), jnp.asarray(V0))
+    for method, explicit in (("nh-rattle", True), ("gni-midpoint", False),
+                             ("nh-rattle-sym", False)):
+        b = programs.bind(SPRING, dl.methods.get(method), tuple(np.asarray(x) for x in state), {})
+        assert loop.never_fails(b.scheme, b.scheme.init(*state, 0.01), 0.01) is explicit, method
+    b = programs.bind(SPRING, dl.methods.get("nh-rattle"), (Q0, V0), {"check_every": 3})
+    assert not loop.never_fails(b.scheme, b.scheme.init(*state, 0.01), 0.01)
+
+
 def _asymmetric_past(x):
     """A knife edge whose metric loses its symmetry once q[0] > x (between saved nodes)."""
     def G(q):

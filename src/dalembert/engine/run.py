@@ -517,7 +517,7 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     group = 1 if segment is None or save_every >= segment else segment // save_every
 
     def node(carry, _):
-        carry = advance(step, carry, h, save_every, None if group > 1 else segment)
+        carry = loop.settled(advance(step, loop.stepping(carry), h, save_every, None if group > 1 else segment))
         outs = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
         return loop.check_node(b.system, carry, outs), outs   # as in integrate
 
@@ -535,9 +535,7 @@ def final_state(system, method, state0, h, n_steps, **options) -> dict:
     only: the loop's trip count is dynamic). Returns the node arrays of the last node, ``ok`` and
     ``failed_step``."""
     b, state0, h = _bind_traced(system, method, state0, h, options)
-    step = loop.guarded_step(b.scheme, b.system)
-    carry = loop.start_carry(b.scheme.init(*b.convert(*state0), h))
-    carry = lax.fori_loop(0, n_steps, lambda _, c: step(c, h), carry)
+    carry = loop.run_steps(b.scheme, b.system, loop.start_carry(b.scheme.init(*b.convert(*state0), h)), h, n_steps)
     out = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
     state, ok, _, failed, cause = loop.check_node(b.system, carry, out)
     out["ok"], out["failed_step"], out["failure_cause"] = ok, failed, cause
