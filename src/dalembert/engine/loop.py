@@ -294,15 +294,24 @@ def run_explicit_steps(scheme, system, carry, h, n):
     it; unchecked the run is 0.062 µs per step, the cost of the bare step and the monitor. The
     check of the steps again is compiled into the program too: for an explicit step that is a
     fraction of a second."""
+    trips = jnp.where(carry[1], n, 0)
+    st = lax.fori_loop(0, trips, lambda _, s: scheme.step(s, h)[0], carry[0])
+    return checked_after(scheme, system, carry, st, trips, h,
+                         lambda: _checked_again(scheme, system, carry, h, n))
+
+
+def checked_after(scheme, system, carry, st, steps, h, again):
+    """The node carry after ``steps`` unchecked steps from the node carry ``carry`` reached
+    ``st`` (:func:`run_explicit_steps`): that, if ``st`` and its energy are finite, else
+    ``again()`` — the same steps, each checked (:func:`guarded_step`). A carry that had failed
+    before keeps its state."""
     st0, ok0, k0, fail0, cause0 = carry
-    trips = jnp.where(ok0, n, 0)
-    st = lax.fori_loop(0, trips, lambda _, s: scheme.step(s, h)[0], st0)
     finite = all_finite(st)
     e = step_energy(system, scheme)(st, h) if system is not None else None
     if e is not None:
         finite = finite & jnp.all(jnp.isfinite(e))
-    return lax.cond(finite, lambda: (st, ok0, k0 + trips, fail0, cause0),
-                    lambda: _checked_again(scheme, system, carry, h, n))
+    kept = jax.tree_util.tree_map(lambda a, b: jnp.where(ok0, a, b), st, st0)   # a failed run stays
+    return lax.cond(finite, lambda: (kept, ok0, k0 + steps, fail0, cause0), again)
 
 
 def _checked_again(scheme, system, carry, h, n):

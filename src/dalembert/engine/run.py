@@ -516,8 +516,18 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     # a segment longer than a node checkpoints groups of nodes instead of steps within one
     group = 1 if segment is None or save_every >= segment else segment // save_every
 
+    seg = None if group > 1 else segment
+    explicit = loop.never_fails(b.scheme, state, h)
+
+    def checked(carry):
+        return loop.settled(advance(step, loop.stepping(carry), h, save_every, seg))
+
     def node(carry, _):
-        carry = loop.settled(advance(step, loop.stepping(carry), h, save_every, None if group > 1 else segment))
+        if explicit:   # unchecked, then checked again only on a failure (loop.run_explicit_steps)
+            st = advance(lambda s, hh: b.scheme.step(s, hh)[0], carry[0], h, save_every, seg)
+            carry = loop.checked_after(b.scheme, b.system, carry, st, save_every, h, lambda: checked(carry))
+        else:
+            carry = checked(carry)
         outs = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
         return loop.check_node(b.system, carry, outs), outs   # as in integrate
 
