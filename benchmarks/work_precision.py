@@ -42,7 +42,7 @@ PROBLEMS = {"gearbox": ("gearbox", {}), "disk": ("vertical-rolling-disk", {}),
 PROBLEM_T = {"quartic-3": 50.0, "quartic-10": 20.0}
 #: dalembert methods of order ≥ 2 and the first step count of their sweep, per unit time
 DALEMBERT = {"nh-rattle": 8, "spark-lobatto2": 8, "nh-rattle-4": 2, "nh-rattle-6": 1, "nh-rattle-8": 1,
-             "dg-gonzalez-4": 2}
+             "dg-gonzalez-4": 2, "rk8-projected": 1}
 
 
 def _timed(fn, repeats):
@@ -211,18 +211,21 @@ def sweep_dop853(model, T, q_ref, budget):
 
 
 def wall_at(rows, target):
-    """Wall time at a final error ``target`` by log-log interpolation along the sweep (None if the
-    sweep does not reach it)."""
-    pts = sorted(((r["error"], r["wall"]) for r in rows if np.isfinite(r["error"])), reverse=True)
-    if not pts or min(e for e, _ in pts) > target:
-        return None
-    for (e1, w1), (e2, w2) in zip(pts, pts[1:]):
-        if e2 <= target <= e1:
+    """Wall time at a final error ``target``: along the sweep in order of cost, the first point
+    that reaches it, log-log interpolated from the point before it (None if the sweep does not
+    reach it). In order of cost, not of error: a sweep whose error stops falling (round-off, or a
+    drift that does not shrink with h) must not be read at a later, costlier crossing."""
+    pts = sorted((r["wall"], r["error"]) for r in rows if np.isfinite(r["error"]))
+    for i, (w2, e2) in enumerate(pts):
+        if e2 <= target:
+            if i == 0:
+                return w2
+            w1, e1 = pts[i - 1]
             if e1 == e2:
-                return min(w1, w2)
+                return w2
             s = (math.log(target) - math.log(e1)) / (math.log(e2) - math.log(e1))
             return math.exp(math.log(w1) + s * (math.log(w2) - math.log(w1)))
-    return min(w for e, w in pts if e <= target)
+    return None
 
 
 def _best_row(rows, target):

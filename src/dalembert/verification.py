@@ -144,7 +144,8 @@ def _forms(model) -> dict:
 EXPENSIVE = {"gonzalez-r": "gearbox", "dg-itoh-abe-sym": "gearbox",
              "nh-rattle-4": "p2-affine", "nh-rattle-6": "chaotic-quartic", "nh-rattle-8": "vertical-rolling-disk",
              "gni-midpoint-4": "nonholonomic-particle", "dg-gonzalez-4": "gearbox",
-             "dg-gonzalez-6": "vertical-rolling-disk", "dg-avf-4": "chaotic-quartic"}
+             "dg-gonzalez-6": "vertical-rolling-disk", "dg-avf-4": "chaotic-quartic",
+             "rk8-projected": "p1-linear"}
 
 #: methods the test suite leaves to the full conformance run: the groupoid GNI and DLA equal the
 #: specialised GNIs and DLA, whose pairs run here, to round-off (tests/unit/test_groupoid.py);

@@ -9,7 +9,8 @@ Lagrangian; a user's own :class:`Method` object is passed to ``dl.integrate`` as
 from __future__ import annotations
 
 from . import (comparison, discrete_gradients, discrete_lagrangians, dla, eps, exp_chart, gni as _gni,
-               gni_symmetric, gonzalez, groupoid, lie_gni, reduced_gni, reduced_rattle, reference as _reference, spark)
+               gni_symmetric, gonzalez, groupoid, lie_gni, projected_rk, reduced_gni, reduced_rattle, reference as _reference,
+               spark)
 from .base import (Method, Observation, Scheme, StepInfo, Traits, available, get, register,
                    registry)
 from .composition import COEFFICIENTS, Composition, compose
@@ -25,9 +26,10 @@ from .reference import Reference, reference_solution
 #: reference ODE, the discrete gradients and Gonzalez methods and the comparison methods
 #: (Celledoni et al. 2019), the Euler–Poincaré–Suslov integrators (Jiménez–Scheurle 2015), the
 #: Lie-group GNI, the exponential-chart GNI and the reduced GNI on shape × group, and the GNI and DLA
-#: on a Lie groupoid whose instances these are (Ferraro et al.).
+#: on a Lie groupoid whose instances these are (Ferraro et al.), and an explicit Runge–Kutta method
+#: with the velocity projected onto the constraint (the fastest to a small error, not symmetric).
 FAMILIES = (_gni, gni_symmetric, dla, _reference, discrete_gradients, eps, gonzalez, comparison, spark, lie_gni,
-            exp_chart, reduced_gni, reduced_rattle, groupoid)
+            exp_chart, reduced_gni, reduced_rattle, groupoid, projected_rk)
 
 for _family in FAMILIES:
     for _m in _family.METHODS:
