@@ -253,3 +253,19 @@ def test_large_quartic_converges_at_round_off(n):
     tr = dl.integrate(ap, "dg-gonzalez", x0=x0, h=0.05, t_final=3.0, save_every=5)
     assert tr.max_relative_energy_error <= 1e-13
     assert np.max(np.abs(tr.extra["x"])) > 10.0                    # the large states were reached
+
+
+def test_the_frozen_jacobian_finds_the_same_steps(method="dg-gonzalez"):
+    """The automatic reduction's default Newton Jacobian leaves out the derivative of Π
+    (jacobian="frozen"): it must converge to the steps the exact Jacobian finds, to the Newton
+    tolerance, across chart switches (the spring-tied skate, t = 20, save_every = 3)."""
+    s = spring_skate()
+    q0, v0 = np.array([0.3, -0.2, 0.1]), np.array([np.cos(0.1), np.sin(0.1), 0.9])
+    kw = dict(q0=q0, v0=v0, h=0.02, t_final=20.0, save_every=3, progress=False)
+    frozen = dl.integrate(s, method, **kw)
+    exact = dl.integrate(s, method, jacobian="exact", **kw)
+    assert frozen.metadata["chart_switches"] == exact.metadata["chart_switches"] >= 3
+    np.testing.assert_allclose(frozen.q, exact.q, rtol=0, atol=1e-11)
+    assert np.max(np.abs(frozen.energy - frozen.energy[0])) <= 1e-13 * abs(frozen.energy[0]) + 1e-14
+    with pytest.raises(dl.InputError, match="jacobian"):
+        dl.integrate(s, method, jacobian="secant", **kw)
