@@ -182,7 +182,7 @@ def step_energy(system, scheme):
     return energy
 
 
-def guarded_step(scheme, system=None, stops: bool = False):
+def guarded_step(scheme, system=None, stops: bool = False, select: bool = False):
     """``step((state, good, ok, k, fail_at, cause), h) -> (new, good', ok', k + 1, fail_at', cause')``:
     one step of the scheme, checked. A step fails when its Newton solve did not converge, its new
     state is not finite, or — given ``system`` — the new node's energy is not finite (e.g. a
@@ -198,8 +198,12 @@ def guarded_step(scheme, system=None, stops: bool = False):
     critical path: gearbox, ``nh-rattle``, 0.025 µs per step, half of the step's own cost).
     ``stops``: the loop stops at the first failed step (:func:`run_steps` with ``early_exit``),
     so ``good`` is just the state the step started from (a copy); otherwise it is selected by the
-    checks at every step (a scan of fixed length, a vmapped loop). After a failure ``new`` is
-    garbage that :func:`settled` does not read."""
+    checks at every step (a scan of fixed length). After a failure ``new`` is garbage that
+    :func:`settled` does not read. ``select``: the step goes on from the selected state instead
+    (both carried states are it) — the vmapped loops of ensembles, whose members must be bit for
+    bit the same whatever the batch (a sweep's tasks against one ensemble): the other forms
+    compile the step differently for a batch of one member per device (1 ulp in 6 % of the nodes of
+    tests/unit/test_sweep.py)."""
     energy = None if system is None else step_energy(system, scheme)
 
     def step(carry, h, with_info=False):
@@ -213,7 +217,12 @@ def guarded_step(scheme, system=None, stops: bool = False):
         good = info.converged & finite
         take = ok & good
         first = ok & ~good
-        good_st = st if stops else jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), new, good_st)
+        if stops:
+            good_st = st
+        else:
+            good_st = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), new, good_st if not select else st)
+            if select:
+                new = good_st
         out = (new, good_st, take, k + 1, jnp.where(first, k, fail_at),
                jnp.where(first, step_cause(info, finite), cause))
         return (out, info) if with_info else out
@@ -243,7 +252,8 @@ def run_steps(scheme, system, carry, h, n, *, early_exit: bool = True, counters=
     """``n`` (a runtime value) checked steps (:func:`guarded_step`) of ``scheme`` from the node
     carry ``carry``; returns the node carry after them. ``early_exit``: stop at the first failed
     step (a ``while`` on ``ok``; not for a vmapped loop, where it would step every member until
-    all failed). ``counters``: ``(it_sum, it_max)`` of the Newton iterations, returned updated
+    all failed; without it the step goes on from the selected state, ``select`` of
+    :func:`guarded_step`). ``counters``: ``(it_sum, it_max)`` of the Newton iterations, returned updated
     after the carry when given.
 
     A step that cannot fail to converge (an explicit one: :func:`never_fails`) is, with
@@ -252,7 +262,7 @@ def run_steps(scheme, system, carry, h, n, *, early_exit: bool = True, counters=
     if early_exit and never_fails(scheme, carry[0], h):
         res = run_explicit_steps(scheme, system, carry, h, n)
         return res if counters is None else (res, counters)
-    step = guarded_step(scheme, system, stops=early_exit)
+    step = guarded_step(scheme, system, stops=early_exit, select=not early_exit)
 
     def body(c):
         i, gc, cnt = c
