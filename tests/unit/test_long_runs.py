@@ -107,6 +107,11 @@ def test_the_unchecked_loop_is_chosen_for_explicit_steps_only():
         assert loop.never_fails(b.scheme, b.scheme.init(*state, 0.01), 0.01) is explicit, method
     b = programs.bind(SPRING, dl.methods.get("nh-rattle"), (Q0, V0), {"check_every": 3})
     assert not loop.never_fails(b.scheme, b.scheme.init(*state, 0.01), 0.01)
+    # a composition of explicit steps (its flag is True & True, still a constant): constant G
+    gear = dl.models.get("gearbox")
+    g0 = (jnp.asarray(gear.q0), jnp.asarray(gear.v0))
+    b = programs.bind(gear.system, dl.methods.get("gni-euler-ab"), tuple(np.asarray(x) for x in g0), {})
+    assert loop.never_fails(b.scheme, b.scheme.init(*g0, 0.01), 0.01)
 
 
 def _asymmetric_past(x):

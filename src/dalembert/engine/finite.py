@@ -75,6 +75,17 @@ def finite_on_finite(fn, *args) -> bool:
     return _finite_jaxpr(dce(closed))
 
 
+def reads_inputs(closed) -> bool:
+    """Whether the outputs of ``closed`` depend on its inputs (False: they are constants, e.g.
+    an explicit step's ``converged``, even when computed by equations such as ``True & True``)."""
+    try:
+        from jax._src.interpreters import partial_eval as pe
+        _, used = pe.dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars))
+        return any(used)
+    except Exception:                  # noqa: BLE001 - conservative without the dead-code pass
+        return bool(closed.jaxpr.eqns) or any(v in closed.jaxpr.invars for v in closed.jaxpr.outvars)
+
+
 def dce(closed):
     """``closed`` without the equations its outputs do not use (e.g. the parts of a node that
     the checked value does not read); unchanged where JAX's dead-code pass is not available."""

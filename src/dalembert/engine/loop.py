@@ -27,7 +27,7 @@ from jax import lax
 from ..errors import InputError
 from ..methods.base import observation_dict
 from ..solvers import newton_module as newton_mod
-from .finite import dce, finite_on_finite
+from .finite import finite_on_finite, reads_inputs
 from .progress import ProgressBar
 
 #: Target number of steps per compiled chunk.
@@ -286,7 +286,7 @@ def never_fails(scheme, state, h) -> bool:
         closed = jax.make_jaxpr(lambda s, hh: jnp.asarray(scheme.step(s, hh)[1].converged))(*shapes)
     except Exception:                  # noqa: BLE001 - unknown: the checked loop
         return False
-    return not dce(closed).jaxpr.eqns
+    return not reads_inputs(closed)
 
 
 def run_explicit_steps(scheme, system, carry, h, n):
