@@ -78,20 +78,24 @@ def finite_on_finite(fn, *args) -> bool:
 def reads_inputs(closed) -> bool:
     """Whether the outputs of ``closed`` depend on its inputs (False: they are constants, e.g.
     an explicit step's ``converged``, even when computed by equations such as ``True & True``)."""
-    try:
-        from jax._src.interpreters import partial_eval as pe
-        _, used = pe.dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars))
-        return any(used)
-    except Exception:                  # noqa: BLE001 - conservative without the dead-code pass
+    used = _dead_code_pass(closed)[1]
+    if used is None:                   # conservative without the dead-code pass
         return bool(closed.jaxpr.eqns) or any(v in closed.jaxpr.invars for v in closed.jaxpr.outvars)
+    return any(used)
 
 
 def dce(closed):
     """``closed`` without the equations its outputs do not use (e.g. the parts of a node that
     the checked value does not read); unchanged where JAX's dead-code pass is not available."""
+    return _dead_code_pass(closed)[0]
+
+
+def _dead_code_pass(closed):
+    """(``closed`` without its dead equations, which inputs its outputs use), or (``closed``,
+    None) where JAX's dead-code pass is not available."""
     try:
         from jax._src.interpreters import partial_eval as pe
-        jaxpr, _ = pe.dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars))
-        return jcore.ClosedJaxpr(jaxpr, closed.consts)
+        jaxpr, used = pe.dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars))
+        return jcore.ClosedJaxpr(jaxpr, closed.consts), used
     except Exception:                  # noqa: BLE001 - a conservative answer without it
-        return closed
+        return closed, None

@@ -175,11 +175,26 @@ def step_energy(system, scheme):
         return node_outputs(system, obs).get("energy") if check is None else check(obs)
 
     def energy(st, h):
-        if finite_on_finite(value, *(jax.tree_util.tree_map(
-                lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)), (st, h)))):
-            return None
-        return value(st, h)
+        return None if finite_on_finite(value, *_shapes((st, h))) else value(st, h)
     return energy
+
+
+def _shapes(tree):
+    """``tree`` as shape structs (for tracing a function of it at trace time)."""
+    return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)), tree)
+
+
+def state_check(system, scheme):
+    """``finite(state, h)``: whether a new state is finite and — given ``system`` — its node's
+    energy too (:func:`step_energy`; skipped where the state's check covers it). The check of
+    :func:`guarded_step` and of :func:`checked_after`."""
+    energy = None if system is None else step_energy(system, scheme)
+
+    def finite(st, h):
+        ok = all_finite(st)
+        e = None if energy is None else energy(st, h)
+        return ok if e is None else ok & jnp.all(jnp.isfinite(e))
+    return finite
 
 
 def guarded_step(scheme, system=None, stops: bool = False, select: bool = False):
@@ -204,25 +219,20 @@ def guarded_step(scheme, system=None, stops: bool = False, select: bool = False)
     bit the same whatever the batch (a sweep's tasks against one ensemble): the other forms
     compile the step differently for a batch of one member per device (1 ulp in 6 % of the nodes of
     tests/unit/test_sweep.py)."""
-    energy = None if system is None else step_energy(system, scheme)
+    check = state_check(system, scheme)
 
     def step(carry, h, with_info=False):
         st, good_st, ok, k, fail_at, cause = carry
         new, info = scheme.step(st, h)
-        finite = all_finite(new)
-        if energy is not None:
-            e = energy(new, h)
-            if e is not None:
-                finite = finite & jnp.all(jnp.isfinite(e))
+        finite = check(new, h)
         good = info.converged & finite
         take = ok & good
         first = ok & ~good
-        if stops:
+        if stops:                 # the loop stops here on a failure: st is the last good state
             good_st = st
-        else:
-            good_st = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), new, good_st if not select else st)
-            if select:
-                new = good_st
+        else:                     # kept by the checks: beside the stepped state, or as it
+            good_st = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), new, st if select else good_st)
+            new = good_st if select else new
         out = (new, good_st, take, k + 1, jnp.where(first, k, fail_at),
                jnp.where(first, step_cause(info, finite), cause))
         return (out, info) if with_info else out
@@ -262,6 +272,11 @@ def run_steps(scheme, system, carry, h, n, *, early_exit: bool = True, counters=
     if early_exit and never_fails(scheme, carry[0], h):
         res = run_explicit_steps(scheme, system, carry, h, n)
         return res if counters is None else (res, counters)
+    return _checked_steps(scheme, system, carry, h, n, early_exit, counters)
+
+
+def _checked_steps(scheme, system, carry, h, n, early_exit, counters=None):
+    """The loop of :func:`run_steps`, every step checked (:func:`guarded_step`)."""
     step = guarded_step(scheme, system, stops=early_exit, select=not early_exit)
 
     def body(c):
@@ -281,9 +296,8 @@ def run_steps(scheme, system, carry, h, n, *, early_exit: bool = True, counters=
 def never_fails(scheme, state, h) -> bool:
     """Whether the scheme's step reports convergence unconditionally (an explicit step: its
     ``converged`` does not depend on the state), read from the step's jaxpr at trace time."""
-    shapes = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)), (state, h))
     try:
-        closed = jax.make_jaxpr(lambda s, hh: jnp.asarray(scheme.step(s, hh)[1].converged))(*shapes)
+        closed = jax.make_jaxpr(lambda s, hh: jnp.asarray(scheme.step(s, hh)[1].converged))(*_shapes((state, h)))
     except Exception:                  # noqa: BLE001 - unknown: the checked loop
         return False
     return not reads_inputs(closed)
@@ -307,7 +321,7 @@ def run_explicit_steps(scheme, system, carry, h, n):
     trips = jnp.where(carry[1], n, 0)
     st = lax.fori_loop(0, trips, lambda _, s: scheme.step(s, h)[0], carry[0])
     return checked_after(scheme, system, carry, st, trips, h,
-                         lambda: _checked_again(scheme, system, carry, h, n))
+                         lambda: _checked_steps(scheme, system, carry, h, n, early_exit=True))
 
 
 def checked_after(scheme, system, carry, st, steps, h, again):
@@ -316,20 +330,9 @@ def checked_after(scheme, system, carry, st, steps, h, again):
     ``again()`` — the same steps, each checked (:func:`guarded_step`). A carry that had failed
     before keeps its state."""
     st0, ok0, k0, fail0, cause0 = carry
-    finite = all_finite(st)
-    e = step_energy(system, scheme)(st, h) if system is not None else None
-    if e is not None:
-        finite = finite & jnp.all(jnp.isfinite(e))
+    finite = state_check(system, scheme)(st, h)
     kept = jax.tree_util.tree_map(lambda a, b: jnp.where(ok0, a, b), st, st0)   # a failed run stays
     return lax.cond(finite, lambda: (kept, ok0, k0 + steps, fail0, cause0), again)
-
-
-def _checked_again(scheme, system, carry, h, n):
-    """The steps of :func:`run_explicit_steps` again, each checked (the early-exit loop)."""
-    step = guarded_step(scheme, system, stops=True)
-    _, gc = lax.while_loop(lambda c: (c[0] < n) & c[1][2], lambda c: (c[0] + 1, step(c[1], h)),
-                           (jnp.asarray(0, jnp.int32), stepping(carry)))
-    return settled(gc)
 
 
 def _fail_node(carry, good, cause_code):
