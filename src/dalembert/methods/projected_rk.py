@@ -12,9 +12,13 @@ the step ends with the orthogonal projection in the kinetic metric,
 
 a change of the same O(h^{p+1}), so the order stays p (Hairer–Lubich–Wanner, Geometric Numerical
 Integration, §IV.4, standard projection; here only v is projected because a nonholonomic
-constraint does not restrict q). The tableau is Dormand–Prince's 12-stage method of order 8
-(DOP853: Hairer–Nørsett–Wanner, Solving ODEs I, §II.10; the coefficients as SciPy ships them,
-checked against the order conditions in the tests).
+constraint does not restrict q). The tableau (build option ``tableau``) is Prince–Dormand's
+13-stage method of order 8, RK8(7)13M (Prince & Dormand, J. Comput. Appl. Math. 7 (1981) 67–75,
+its 8th-order weights; the default), or Dormand–Prince's 12-stage DOP853 (Hairer–Nørsett–Wanner,
+Solving ODEs I, §II.10, the coefficients as SciPy ships them). Both are checked against the
+order conditions in the tests. With fixed steps the 13-stage method is the cheaper one to a
+given error: on the vertical rolling disk over t = 1000 its error is 17× smaller at the same step
+(2.3e-7 vs 4.1e-6 at h = 1), for 8 % more work per step (docs/high_order.md).
 
 What it keeps and what it does not: the constraint at every node to round-off (as the GNI and
 the discrete gradients do); not the energy (its error is O(h⁸) and grows with t, where the
@@ -30,6 +34,7 @@ with t; v is bounded and projected at every step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
@@ -37,6 +42,7 @@ import numpy as np
 from jax import lax
 
 from .. import linalg
+from ..errors import InputError
 from .base import Method, Scheme, Traits, compensated_add, explicit_info
 
 
@@ -53,6 +59,52 @@ def dop853_tableau() -> tuple:
     from scipy.integrate._ivp import dop853_coefficients as dc
     s = dc.N_STAGES
     return np.array(dc.A[:s, :s], float), np.array(dc.B, float), np.array(dc.C[:s], float)
+
+
+#: Prince–Dormand RK8(7)13M (Prince & Dormand 1981, the rational coefficients as published): the
+#: rows of A below the diagonal for stages 2 … 13, then the weights b of the 8th-order solution.
+_PD8_A = (
+    "1/18",
+    "1/48 1/16",
+    "1/32 0 3/32",
+    "5/16 0 -75/64 75/64",
+    "3/80 0 0 3/16 3/20",
+    "29443841/614563906 0 0 77736538/692538347 -28693883/1125000000 23124283/1800000000",
+    "16016141/946692911 0 0 61564180/158732637 22789713/633445777 545815736/2771057229 "
+    "-180193667/1043307555",
+    "39632708/573591083 0 0 -433636366/683701615 -421739975/2616292301 100302831/723423059 "
+    "790204164/839813087 800635310/3783071287",
+    "246121993/1340847787 0 0 -37695042795/15268766246 -309121744/1061227803 -12992083/490766935 "
+    "6005943493/2108947869 393006217/1396673457 123872331/1001029789",
+    "-1028468189/846180014 0 0 8478235783/508512852 1311729495/1432422823 -10304129995/1701304382 "
+    "-48777925059/3047939560 15336726248/1032824649 -45442868181/3398467696 3065993473/597172653",
+    "185892177/718116043 0 0 -3185094517/667107341 -477755414/1098053517 -703635378/230739211 "
+    "5731566787/1027545527 5232866602/850066563 -4093664535/808688257 3962137247/1805957418 "
+    "65686358/487910083",
+    "403863854/491063109 0 0 -5068492393/434740067 -411421997/543043805 652783627/914296604 "
+    "11173962825/925320556 -13158990841/6184727034 3936647629/1978049680 -160528059/685178525 "
+    "248638103/1413531060 0",
+)
+_PD8_B = ("14005451/335480064 0 0 0 0 -59238493/1068277825 181606767/758867731 561292985/797845732 "
+          "-1041891430/1371343529 760417239/1151165299 118820643/751138087 -528747749/2220607170 1/4")
+
+
+def _fractions(row: str) -> list:
+    return [float(Fraction(x)) for x in row.split()]
+
+
+def prince_dormand8_tableau() -> tuple:
+    """(A (13, 13), b (13,), c (13,)) of Prince–Dormand's 13-stage method of order 8,
+    RK8(7)13M (Prince & Dormand 1981), with c_i = Σ_j a_ij."""
+    A = np.zeros((13, 13))
+    for i, row in enumerate(_PD8_A):
+        a = _fractions(row)
+        A[i + 1, :len(a)] = a
+    return A, np.array(_fractions(_PD8_B)), A.sum(axis=1)
+
+
+#: the tableaus of the build option ``tableau``
+TABLEAUS = {"prince-dormand-8": prince_dormand8_tableau, "dop853": dop853_tableau}
 
 
 def project(system, q, v):
@@ -87,14 +139,17 @@ def rk_increment(f, y, h, tableau):
 @dataclass(frozen=True, eq=False)
 class ProjectedRK(Method):
     """An explicit Runge–Kutta method on the index-1 form with the velocity projected onto the
-    constraint after each step (module docstring). ``tableau``: a function returning (A, b, c).
+    constraint after each step (module docstring).
 
-    Build option: ``compensated`` (default True: q summed by Kahan's method)."""
+    Build options: ``compensated`` (default True: q summed by Kahan's method); ``tableau``, a key
+    of :data:`TABLEAUS` (default ``"prince-dormand-8"``; ``"dop853"``).
 
-    tableau: Any = None
+    Raises InputError: an unknown tableau."""
 
-    def build(self, system, q0, *, compensated: bool = True) -> Scheme:
-        tab = self.tableau()
+    def build(self, system, q0, *, compensated: bool = True, tableau: str = "prince-dormand-8") -> Scheme:
+        if tableau not in TABLEAUS:
+            raise InputError(f"{self.name}: unknown tableau {tableau!r}; choose one of {', '.join(TABLEAUS)}")
+        tab = TABLEAUS[tableau]()
         n = int(np.shape(q0)[0])
 
         def f(y):
@@ -125,13 +180,13 @@ METHODS = (
             order=8, symmetric=False, implicit=False,
             preserves=("node constraint μ(q_k) v_k = ν(q_k)",),
             node_velocity="v_k, projected onto the constraint in the kinetic metric",
-            source="Dormand–Prince DOP853 (Hairer–Nørsett–Wanner, Solving ODEs I, §II.10) on the "
-                   "index-1 form, Ferraro–Jiménez–Martín de Diego 2015 (17); projection of v "
+            source="Prince–Dormand RK8(7)13M (J. Comput. Appl. Math. 7, 1981) or DOP853 "
+                   "(Hairer–Nørsett–Wanner, Solving ODEs I, §II.10) on the index-1 form, "
+                   "Ferraro–Jiménez–Martín de Diego 2015 (17); projection of v "
                    "(Hairer–Lubich–Wanner, GNI, §IV.4)",
             family="projected-rk", integrates=("nonholonomic",)),
-        description="Explicit 12-stage Runge–Kutta of order 8 (DOP853) on the index-1 form, v "
+        description="Explicit 13-stage Runge–Kutta of order 8 (Prince–Dormand) on the index-1 form, v "
                     "projected onto the constraint after each step: constraint to round-off, no "
                     "Newton; energy not kept (O(h⁸) drift): the fastest to a small final error on "
-                    "smooth problems; for bounded energy over long runs use nh-rattle-8.",
-        tableau=dop853_tableau),
+                    "smooth problems; for bounded energy over long runs use nh-rattle-8."),
 )
