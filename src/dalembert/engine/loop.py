@@ -600,9 +600,10 @@ def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, p
         while done < total:
             n_active, n_sub = (min(per_call, full - done), save_every) if done < full else (1, rem)
             try:
+                # NumPy scalars and arrays: the compiled call takes them as they are (a jnp
+                # array of a Python int is an eager dispatch, ~25 µs each)
                 new_state, outs, ok, fail_at, cause, it_sum, it_mx = chunk(
-                    state, hj, jnp.array(n_active, jnp.int32), jnp.array(n_sub, jnp.int32),
-                    jnp.asarray(alive))
+                    state, hj, np.int32(n_active), np.int32(n_sub), alive)
                 outs = np.asarray(outs)
             except KeyboardInterrupt:
                 stopped = "SIGINT"

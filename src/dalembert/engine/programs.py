@@ -117,7 +117,7 @@ def options_key(options: dict) -> tuple:
 
 
 def state_shapes(state) -> tuple:
-    return tuple((tuple(jnp.shape(x)), str(jnp.asarray(x).dtype)) for x in state)
+    return tuple((tuple(np.shape(x)), str(np.asarray(x).dtype)) for x in state)
 
 
 def view_key(system, method, state0):

@@ -295,7 +295,8 @@ class _Run:
 
     def go(self, resume_from=None) -> Trajectory:
         method, h, md, save_every = self.method, self.h, self.md, self.save_every
-        x0j, hj = tuple(jnp.asarray(x) for x in self.x0s), jnp.asarray(h, jnp.float64)
+        # NumPy in: the compiled programs take it as it is (jnp.asarray is an eager dispatch each)
+        x0j, hj = tuple(np.asarray(x, np.float64) for x in self.x0s), np.float64(h)
         t_compile = time.perf_counter()
         start, chunk, layout = single_run_programs(self.system, method, self.options, x0j, hj)
         compile_s = time.perf_counter() - t_compile
