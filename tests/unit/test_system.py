@@ -221,6 +221,39 @@ def test_constant_metric_detection():
     assert dl.models.get("p1-linear").system.constant_metric(q) is True
 
 
+@pytest.mark.parametrize("G", [np.diag([1.0, 2.0, 3.0]),
+                               np.array([[2.0, 0.3, 0.0], [0.3, 1.5, 0.2], [0.0, 0.2, 1.0]])])
+def test_a_constant_metric_factored_once_gives_the_dense_values(G):
+    """A constant metric is factored once (NonholonomicSystem.factor_metric; its diagonal kept for
+    G b): momentum, energy, multiplier and acceleration against a dense NumPy saddle-point solve,
+    and under jax.grad with the metric a traced parameter (not kept with the system)."""
+    def mu(q):
+        return jnp.stack([jnp.array([1.0, 0.0, -jnp.sin(q[2])])])
+    system = dl.NonholonomicSystem(mass_matrix=lambda q: jnp.asarray(G), constraint_matrix=mu,
+                                   potential=lambda q: q[0] ** 2 + jnp.cos(q[1]))
+    q, v = jnp.array([0.3, -0.2, 0.7]), jnp.array([0.4, 0.5, -0.6])
+    v = system.project_velocity(q, v)
+    qn, vn = np.asarray(q), np.asarray(v)
+    np.testing.assert_allclose(system.momentum(q, v), G @ vn, rtol=1e-15, atol=1e-15)
+    assert abs(float(system.energy(q, v)) - (0.5 * vn @ G @ vn + qn[0] ** 2 + np.cos(qn[1]))) < 1e-14
+    M = np.array([[1.0, 0.0, -np.sin(qn[2])]])
+    f = -np.array([2 * qn[0], -np.sin(qn[1]), 0.0])
+    mudot_v = np.array([-np.cos(qn[2]) * vn[2] * vn[2]])
+    K = np.block([[G, -M.T], [M, np.zeros((1, 1))]])
+    a_ref, lam_ref = np.split(np.linalg.solve(K, np.concatenate([f, -mudot_v])), [3])
+    np.testing.assert_allclose(jax.jit(system.multiplier)(q, v), lam_ref, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(jax.jit(system.acceleration)(q, v), a_ref, rtol=1e-12, atol=1e-13)
+    assert system.__dict__["_constant_factors"]
+
+    def energy_of(scale):     # the metric a traced parameter: d/ds of ½ vᵀ(sG)v = ½ vᵀGv
+        sysp = dl.NonholonomicSystem(mass_matrix=lambda q: scale * jnp.asarray(G), constraint_matrix=mu)
+        return sysp.kinetic_energy(q, v) + jnp.sum(sysp.acceleration(q, v))
+    g = jax.grad(energy_of)(1.0)
+    eps = 1e-6
+    fd = (energy_of(1.0 + eps) - energy_of(1.0 - eps)) / (2 * eps)
+    assert abs(float(g) - float(fd)) < 1e-7
+
+
 def test_constant_metric_selects_explicit_fast_path():
     """Constant metric: nh-rattle runs without a single Newton iteration; q-dependent metric
     (sleigh): every step needs Newton."""
