@@ -295,7 +295,10 @@ def _checked_steps(scheme, system, carry, h, n, early_exit, counters=None):
 
 def never_fails(scheme, state, h) -> bool:
     """Whether the scheme's step reports convergence unconditionally (an explicit step: its
-    ``converged`` does not depend on the state), read from the step's jaxpr at trace time."""
+    ``converged`` does not depend on the state), read from the step's jaxpr at trace time — not
+    traced for a scheme marked ``never_explicit`` (an implicit method without an explicit case)."""
+    if getattr(scheme, "never_explicit", False):
+        return False
     try:
         closed = jax.make_jaxpr(lambda s, hh: jnp.asarray(scheme.step(s, hh)[1].converged))(*_shapes((state, h)))
     except Exception:                  # noqa: BLE001 - unknown: the checked loop

@@ -9,6 +9,8 @@ step size, run length and ``save_every``.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -90,6 +92,8 @@ def bind(system, method, state0, options: dict) -> Bound:
                          f"families have: {', '.join(sorted(monitors.CHECKED_FAMILIES))})")
     if every:
         scheme = loop.with_checks(scheme, target, every)
+    if method.traits.implicit and not method.traits.explicit_when:
+        scheme = dataclasses.replace(scheme, never_explicit=True)
     return Bound(target, scheme, convert)
 
 
