@@ -169,9 +169,12 @@ class HouseholderFrame:
 
 
 class BasisFrame:
-    """A global basis X(q) (no charts; the anchor is a zero-length array)."""
+    """A global basis X(q) (no charts; the anchor is a zero-length array). ``g_orthonormal``:
+    :func:`reduced_form` uses it G-orthonormalised (set by :func:`almost_poisson` for the
+    solved-columns basis of a q-dependent metric)."""
 
     is_global = True
+    g_orthonormal = False
 
     def __init__(self, basis: Callable, n: int, m: int, description: str, dual: Callable | None = None):
         self._basis, self.n, self.m, self.description = basis, n, m, description
@@ -353,7 +356,8 @@ def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None =
 def _chart_system(system, n, form: ReducedForm, name, degeneracy: bool) -> AlmostPoissonSystem:
     ap = AlmostPoissonSystem(form.poisson_matrix, form.hamiltonian, name, constraint=form.constraint,
                              lift=form.lift, reduce=form.reduce, nonholonomic=system, n_config=n,
-                             degeneracy=(lambda x: form.conditioning(x[:n])) if degeneracy else None)
+                             degeneracy=(lambda x: form.conditioning(x[:n])) if degeneracy else None,
+                             skew_by_construction=True)
     ap.basis, ap.reduced_metric = form.basis, form.reduced_metric
     return ap
 
@@ -387,7 +391,7 @@ class NonholonomicReduction(AlmostPoissonSystem):
                          lift=lambda x: self.form(x).lift(x), reduce=self._reduce,
                          nonholonomic=system,
                          degeneracy=(lambda x: self.form(x).conditioning(x[:n])) if self.atlas else None,
-                         n_config=n)
+                         n_config=n, skew_by_construction=True)
 
     def __repr__(self):
         return f"NonholonomicReduction(name={self.name!r}, atlas={self.atlas})"
@@ -459,6 +463,12 @@ def almost_poisson(system, q0, *, basis: Callable | None = None, frame: str = "a
         of μ are constant with a nonsingular block, else the atlas), "atlas" or "columns".
     name : default ``system.name + "/almost-poisson"``.
 
+    The solved-columns basis is used as it is for a constant metric G, and G-orthonormalised,
+    X = X̂ L⁻ᵀ with L Lᵀ = X̂ᵀ G X̂ (still global), for a q-dependent one: 𝓗 = ½ ρᵀρ + V(q) then
+    needs no derivative of G, which otherwise put fourth derivatives of a user's kinetic energy
+    into the Newton Jacobian (a tilting disk whose G is ``jax.hessian`` of T: first run 33 → 10 s,
+    energy error 5e-13 → 4e-15 over t = 20; docs/reduction.md). A given ``basis`` is used as given.
+
     Returns
     -------
     NonholonomicReduction on R^{n+m} (m = n − r) with ζ = (q, ρ), ρ = Xᵀ G v ∈ R^m, and
@@ -488,6 +498,8 @@ def almost_poisson(system, q0, *, basis: Callable | None = None, frame: str = "a
         _check_basis(fr, mu0, q0, n, r)
     else:
         fr = solved_columns_frame(system.constraint_matrix, q0, r) if frame != "atlas" else None
+        if fr is not None and not system.constant_metric(jnp.asarray(q0)):
+            fr.g_orthonormal = True       # see the docstring: ρ in the G-orthonormalised basis
         if fr is None and frame == "columns":
             raise InputError("almost_poisson: frame='columns' needs r columns of μ(q) that do not "
                              "depend on q and form a nonsingular block; use frame='atlas'")
