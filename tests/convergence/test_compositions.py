@@ -1,5 +1,6 @@
 """Symmetric compositions (issue 15): ``dl.methods.compose`` and the registered compositions
-(``nh-rattle-4/-6/-8``, ``gni-midpoint-4``, ``dg-gonzalez-4/-6``, ``dg-avf-4``) reach orders 4, 6
+(``nh-rattle-4/-6/-8``, ``gni-midpoint-4``, ``dg-gonzalez-4/-6``, ``dg-avf-4``, ``eps-midpoint-4/-6``)
+reach orders 4, 6
 and 8, fitted against exact or reference solutions; their bases on D* (``nh-rattle-sym``,
 ``gni-midpoint-sym``) are self-adjoint maps, checked by stepping forward and back on a system that
 is not in the model zoo; a composition of energy-preserving maps preserves energy; the two-step
@@ -27,6 +28,8 @@ def _fit(model, methods, hs, T, **options):
     ("p2-affine", {"nh-rattle-sym": 2, "nh-rattle-4": 4, "nh-rattle-6": 6}, [0.2, 0.1, 0.05, 0.025], 4.0),
     # explicit user coefficients and the other named sets
     ("gearbox", {"implicit-midpoint-4": 4, "dg-gonzalez-4": 4, "dg-gonzalez-6": 6}, [0.2, 0.1, 0.05, 0.025], 4.0),
+    # another group and kind: the Suslov problem (R, ω) against its exact solution
+    ("suslov", {"eps-midpoint-4": 4, "eps-midpoint-6": 6}, [0.4, 0.2, 0.1, 0.05], 8.0),
 ])
 def test_composed_methods_reach_their_order(model, methods, hs, T):
     ms = [dl.methods.compose("implicit-midpoint", "triple-jump-4") if m == "implicit-midpoint-4" else m
@@ -97,6 +100,12 @@ def test_compositions_keep_the_constraint_and_the_dg_energy_on_a_long_run():
     g = dl.models.get("gearbox")
     tr = dl.integrate(g.system, "dg-avf-4", h=0.05, t_final=100.0, save_every=3, progress=False, **g.initial_state)
     assert tr.max_relative_energy_error <= 1e-12
+    s = dl.models.get("suslov")        # another initial ω than the model's, on SO(3)
+    state = dict(s.initial_state, omega0=np.array([-0.3, 0.7, 0.0]))
+    tr = dl.integrate(s.system, "eps-midpoint-4", h=0.05, t_final=200.0, save_every=7, progress=False, **state)
+    assert tr.max_relative_energy_error <= 1e-12 and tr.max_constraint_residual <= 1e-14
+    R = np.asarray(tr.extra["R"])[-1]
+    assert np.max(np.abs(R.T @ R - np.eye(3))) <= 1e-12
     assert tr.max_constraint_residual <= 1e-12
 
 

@@ -7,7 +7,9 @@ Composing the staggered (q, p̃, λ̃) maps instead is only of order 1; see
 :mod:`dalembert.methods.gni_leapfrog`. (2) :func:`compose`: symmetric compositions
 Φ_{γ_s h} ∘ … ∘ Φ_{γ_1 h} of a self-adjoint method of order 2, of order 4, 6 or 8 (Yoshida,
 Suzuki, Kahan–Li, McLachlan), registered for ``nh-rattle-sym``, ``gni-midpoint-sym``
-(:mod:`dalembert.methods.gni_symmetric`), ``dg-gonzalez`` and ``dg-avf`` (:data:`REGISTERED`).
+(:mod:`dalembert.methods.gni_symmetric`), ``dg-gonzalez``, ``dg-avf`` and ``eps-midpoint`` (whose
+step of (R, ω) — implicit midpoint in ω, R_{k+1} = R_k cay(h(ω_k + ω_{k+1})/2) — is self-adjoint as
+cay(−ξ) = cay(ξ)⁻¹) (:data:`REGISTERED`).
 """
 from __future__ import annotations
 
@@ -206,6 +208,8 @@ REGISTERED = (
     ("dg-gonzalez-4", "dg-gonzalez", "suzuki-4"),
     ("dg-gonzalez-6", "dg-gonzalez", "kahan-li-6"),
     ("dg-avf-4", "dg-avf", "suzuki-4"),
+    ("eps-midpoint-4", "eps-midpoint", "suzuki-4"),
+    ("eps-midpoint-6", "eps-midpoint", "kahan-li-6"),
 )
 
 
