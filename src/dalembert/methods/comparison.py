@@ -52,7 +52,6 @@ from .. import linalg
 from ..errors import InputError
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from .base import Method, MomentumState, Scheme, StepInfo, Traits, momentum_init, momentum_observe
-from .gni import metric_factor_fn
 
 _SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.1 (comparison methods, "
            "our reconstructions: docs/theory/celledoni2019.md)")
@@ -88,7 +87,7 @@ class SIDLA(Method):
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
         _check_system(system, q0, self.name)
-        factor_fn = metric_factor_fn(system, q0)
+        factor_fn = system.factor_metric
         f = factor_fn(q0)
 
         def step(state, h):
@@ -122,7 +121,7 @@ class IDLA(Method):
         _check_system(system, q0, self.name)
         if constraint not in ("discrete", "endpoint"):
             raise InputError(f"{self.name}: constraint must be 'discrete' or 'endpoint'; got {constraint!r}")
-        factor_fn = metric_factor_fn(system, q0)
+        factor_fn = system.factor_metric
         f = factor_fn(q0)
         n = jnp.asarray(q0).shape[0]
 
@@ -178,7 +177,7 @@ class SparkLobatto2(Method):
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
         _check_system(system, q0, self.name)
-        factor_fn = metric_factor_fn(system, q0)
+        factor_fn = system.factor_metric
         f = factor_fn(q0)
 
         def step(state, h):

@@ -26,7 +26,7 @@ from .. import linalg
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .base import Method, Observation, Scheme, StepInfo, Traits
-from .gni import GNIState, startup_init, metric_factor_fn, reflection_coefficients
+from .gni import GNIState, startup_init, reflection_coefficients
 
 
 def midpoint_constraint(system) -> Callable:
@@ -79,7 +79,7 @@ class DLA(Method):
               startup: str = "consistent") -> Scheme:
         L_d, _ = dls.resolve(self.discrete_lagrangian, system)
         omega = (self.discrete_constraint or midpoint_constraint)(system)
-        factor_fn = metric_factor_fn(system, q0)
+        factor_fn = system.factor_metric
         D1 = jax.grad(L_d, argnums=0)
         D2 = jax.grad(L_d, argnums=1)
         n = q0.shape[0]

@@ -35,7 +35,6 @@ import numpy as np
 
 from .. import linalg
 from ..solvers.newton import MAX_ITER, RTOL
-from ..systems.nonholonomic import constant_metric_factor
 from . import discrete_lagrangians as dls
 from .base import (Method, Observation, Scheme, Traits, compensated_add, explicit_info,
                    with_compensation)
@@ -49,14 +48,6 @@ class GNIState(NamedTuple):
     p: Any
     g: Any
     c: Any = None
-
-
-def metric_factor_fn(system, q0):
-    """A function q -> MetricFactor; for a constant metric the factor is computed once, here."""
-    if system.constant_metric(q0):
-        const = constant_metric_factor(system.mass_matrix(jnp.asarray(q0)))
-        return lambda q: const
-    return system.factor_metric
 
 
 def constraint_split(system, q, factor):
@@ -182,7 +173,7 @@ class GNI(Method):
               max_iter: int = MAX_ITER, startup: str = "consistent", complement=None,
               compensated: bool = True) -> Scheme:
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
-        factor_fn = metric_factor_fn(system, q0)
+        factor_fn = system.factor_metric
         explicit = fast_path and a is not None and system.constant_metric(q0)
         coeff = reflection_coefficients
         if complement is not None:

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from .. import linalg
 from .base import Method, Scheme, Traits, explicit_info
-from .gni import constraint_split, metric_factor_fn
+from .gni import constraint_split
 
 #: c of each variant (weight of ∇V(q_{k+1}) in the multiplier equation).
 VARIANTS = {"A": 0.0, "B": 1.0, "RATTLE": 0.5}
@@ -44,7 +44,7 @@ def make_leapfrog_step(system, q0, variant: str):
     if not system.constant_metric(q0):
         raise ValueError("the leap-frog forms (13)-(15) are defined for a constant mass matrix")
     c = VARIANTS[variant]
-    factor_fn = metric_factor_fn(system, q0)
+    factor_fn = system.factor_metric
 
     def step(state, h):
         q, pt, lt = state
@@ -60,7 +60,7 @@ def make_leapfrog_step(system, q0, variant: str):
 
 def project_to_manifold(system, q0, variant: str, q, p, lam, h):
     """Move (q, p̃) onto S_variant(h) along μᵀ (G-orthogonally); λ̃ is returned unchanged."""
-    f = metric_factor_fn(system, q0)(q)
+    f = system.factor_metric(q)
     s_sign = MANIFOLD_SIGN[variant]
     g = system.grad_potential(q)
     mu, Lc, nu = constraint_split(system, q, f)
@@ -78,7 +78,7 @@ class NaiveLeapfrogComposition(Method):
     def build(self, system, q0) -> Scheme:
         step_a = make_leapfrog_step(system, q0, "A")
         step_b = make_leapfrog_step(system, q0, "B")
-        factor_fn = metric_factor_fn(system, q0)
+        factor_fn = system.factor_metric
         m = system.constraint_matrix(jnp.asarray(q0)).shape[0]
 
         def init(q0_, v0_, h=None):

@@ -47,7 +47,6 @@ from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, multiplier_init,
                    multiplier_observe, with_compensation)
-from .gni import metric_factor_fn
 
 
 def _constraint(system, f, q, p):
@@ -125,7 +124,7 @@ class SymmetricGNI(Method):
     def build(self, system, q0, *, fast_path: bool = True, rtol: float = RTOL,
               max_iter: int = MAX_ITER, simplified: bool = True, compensated: bool = True) -> Scheme:
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
-        factor_fn = metric_factor_fn(system, q0)
+        factor_fn = system.factor_metric
         init = multiplier_init(system)
         if fast_path and a is not None and system.constant_metric(q0):
             step = _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified)

@@ -33,7 +33,6 @@ import numpy as np
 from .. import linalg
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from .base import Method, MultiplierState, Scheme, StepInfo, Traits, multiplier_init, multiplier_observe
-from .gni import metric_factor_fn
 
 
 def lobatto_iiia(s: int):
@@ -71,7 +70,7 @@ class Spark(Method):
         s = self.stages
         a_np, b_np, _ = lobatto_iiia(s)
         a, ahat, b = jnp.asarray(a_np), jnp.asarray(lobatto_iiib(s)), jnp.asarray(b_np)
-        factor_fn = metric_factor_fn(system, q0)
+        factor_fn = system.factor_metric
         n = jnp.asarray(q0).shape[0]
 
         constant = system.constant_metric(q0)

@@ -251,19 +251,23 @@ class NonholonomicSystem(SystemKind):
 
     # --- derived quantities -----------------------------------------------------------------
     def factor_metric(self, q) -> MetricFactor:
-        """Cholesky factor of G(q), to apply G⁻¹ by solves. A constant metric is factored once,
-        in NumPy, with its inverse (and the diagonal of G⁻¹ for a diagonal G;
-        :func:`constant_metric_factor`), so that G⁻¹b is a product, not a factorisation and two
-        substitutions at every call: the multiplier λ(q, v) of the chaotic quartic system with
-        n = 40 (81 coordinates, G = I) took 17.7 µs, its Cholesky factorisation almost all of it."""
-        if self.constant_metric(np.zeros(jnp.shape(q))):
-            return self._constant_factor(int(jnp.shape(q)[0]))
-        return MetricFactor(linalg.cholesky(self.mass_matrix(q)))
+        """Cholesky factor of G(q), to apply G⁻¹ by solves; for a constant metric the factor
+        computed once (:meth:`constant_factor`), so that G⁻¹b is a product, not a factorisation
+        and two substitutions at every call: the multiplier λ(q, v) of the chaotic quartic system
+        with n = 40 (81 coordinates, G = I) took 17.7 µs, its Cholesky factorisation almost all
+        of it."""
+        const = self.constant_factor(q)
+        return const if const is not None else MetricFactor(linalg.cholesky(self.mass_matrix(q)))
 
-    def _constant_factor(self, n: int) -> MetricFactor:
-        """The MetricFactor of the constant metric for n coordinates, kept with the system (a
-        metric traced from an outer transformation — a parameter under ``jax.grad`` — is
-        factored in JAX at each call and not kept)."""
+    def constant_factor(self, q) -> MetricFactor | None:
+        """The MetricFactor of a constant metric (None if G depends on q): factored once, in
+        NumPy, with its inverse and, for a diagonal G, the diagonals of G and G⁻¹
+        (:func:`constant_metric_factor`); kept with the system per number of coordinates. A
+        metric traced from an outer transformation (a parameter under ``jax.grad``) is factored in
+        JAX at each call and not kept."""
+        n = int(jnp.shape(q)[0])
+        if not self.constant_metric(np.zeros(n)):
+            return None
         cache = self.__dict__.setdefault("_constant_factors", {})
         if n not in cache:
             with jax.ensure_compile_time_eval():
@@ -282,10 +286,9 @@ class NonholonomicSystem(SystemKind):
 
     def momentum(self, q, v):
         """p = G(q) v, shape (n,)."""
-        if self.constant_metric(np.zeros(jnp.shape(q))):
-            d = self._constant_factor(int(jnp.shape(q)[0])).diagonal
-            if d is not None:     # n products, not n² (the same values: the others are zeros)
-                return d * v
+        const = self.constant_factor(q)
+        if const is not None and const.diagonal is not None:
+            return const.diagonal * v     # n products, not n² (the same values: the others are zeros)
         return linalg.mv(self.mass_matrix(q), v)
 
     def kinetic_energy(self, q, v):

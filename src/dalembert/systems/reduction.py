@@ -44,7 +44,7 @@ import numpy as np
 from .. import linalg
 from ..errors import InputError, SystemError_
 from .almost_poisson import AlmostPoissonSystem
-from .nonholonomic import _as_vector, constant_metric_factor
+from .nonholonomic import _as_vector
 
 #: An atlas chart is left (for one anchored at the current configuration, conditioning 1) when
 #: its conditioning falls below this value (principal angle 45° for one constraint).
@@ -381,8 +381,7 @@ class NonholonomicReduction(AlmostPoissonSystem):
     def __init__(self, system, n: int, frame, name: str, q0=None):
         self.frame = frame
         q0 = jnp.zeros(n) if q0 is None else jnp.asarray(q0, jnp.float64)
-        self._factor = (constant_metric_factor(system.mass_matrix(q0))
-                        if system.constant_metric(q0) else None)
+        self._factor = system.constant_factor(q0)
         self.atlas = not frame.is_global
         self.switch_below = SWITCH_BELOW
         self._n = n
