@@ -114,6 +114,44 @@ def test_the_unchecked_loop_is_chosen_for_explicit_steps_only():
     assert loop.never_fails(b.scheme, b.scheme.init(*g0, 0.01), 0.01)
 
 
+def test_single_runs_of_explicit_steps_use_the_fast_chunk_and_recheck_only_on_failure():
+    """An explicit method's single run compiles the unchecked chunk (programs.Rechecked), whose
+    checked twin is compiled only once a chunk fails; an implicit one compiles the checked chunk."""
+    from dalembert.engine import programs
+    x0 = (np.asarray(Q0), np.asarray(V0))
+    _, chunk, _ = programs.single_run_programs(LOGSK, dl.methods.get("nh-rattle"), {}, x0, np.float64(0.01))
+    assert isinstance(chunk, programs.Rechecked) and chunk.checked is None
+    dl.integrate(LOGSK, "nh-rattle", q0=Q0, v0=V0, h=0.01, t_final=1.0)
+    assert chunk.checked is None
+    with pytest.raises(dl.ConvergenceError):
+        dl.integrate(LOGSK, "nh-rattle", q0=np.zeros(3), v0=np.array([-3.0, 0.0, 0.0]), h=0.01, t_final=5.0)
+    assert chunk.checked is not None
+    _, chunk, _ = programs.single_run_programs(LOGSK, dl.methods.get("gni-midpoint"), {}, x0, np.float64(0.01))
+    assert not isinstance(chunk, programs.Rechecked)
+
+
+def test_node_records_join_to_the_arrays_they_pack():
+    """MemoryNodes with a layout keeps flat records and unpacks views of their join: the same
+    arrays as joining each array, for a single run (node axis 0) and an ensemble (axis 1)."""
+    from dalembert.engine.loop import RecordLayout
+    from dalembert.engine.stream import MemoryNodes
+    rng = np.random.default_rng(0)
+    layout = RecordLayout(("energy", "lam", "q"), ((), (1,), (2, 3)), (1, 1, 6))
+    for lead in ((), (4,)):
+        pieces = [{k: rng.normal(size=lead + (r,) + shp) for k, shp in zip(layout.names, layout.shapes)}
+                  for r in (1, 5, 3)]
+        axis = len(lead)
+        flat, plain = MemoryNodes(pieces[0], axis=axis, layout=layout), MemoryNodes(pieces[0], axis=axis)
+        for p in pieces[1:]:
+            flat.append_records(layout.pack(p), layout)
+            plain.append_records(layout.pack(p), layout)
+        assert flat.records is not None and plain.records is None
+        a, b = flat.arrays(), plain.arrays()
+        for k in layout.names:
+            np.testing.assert_array_equal(a[k], b[k])
+            np.testing.assert_array_equal(a[k], np.concatenate([p[k] for p in pieces], axis=axis))
+
+
 def _asymmetric_past(x):
     """A knife edge whose metric loses its symmetry once q[0] > x (between saved nodes)."""
     def G(q):

@@ -378,7 +378,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     md["devices"] = len(devices)
     t_run = time.perf_counter()
     state, out0 = start(x0s, hj)
-    nodes = MemoryNodes(loop.node_prefix(out0, True, B), axis=1)
+    nodes = MemoryNodes(loop.node_prefix(out0, True, B), axis=1, layout=layout)
     r = loop.run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call,
                         save_every, progress, md, batched=True, members=B,
                         stop_on_failure=on_failure == "raise")

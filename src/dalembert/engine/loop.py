@@ -327,6 +327,26 @@ def run_explicit_steps(scheme, system, carry, h, n):
                          lambda: _checked_steps(scheme, system, carry, h, n, early_exit=True))
 
 
+def unchecked_steps(scheme, system, carry, h, n):
+    """``n`` unchecked steps from the node carry ``carry`` of a step that never fails to converge
+    (:func:`never_fails`), then the check of the state reached (:func:`state_check`), with no
+    branch and no selection in the loop: a non-finite state fails at the node's last step (cause
+    NON_FINITE) and the carry holds whatever the steps reached. Which step failed first and which
+    state was the last good one are not known here: the caller runs the same steps again, each
+    checked (:func:`make_chunk` with ``fast``; :class:`~dalembert.engine.programs.Rechecked`).
+
+    Why: the branch of :func:`checked_after` (a ``lax.cond`` whose other side is the checked
+    loop) at every node, and its selection of the state, cost 0.015–0.15 µs per saved node
+    with save_every = 1, 6–12 % of the node loop (docs/benchmarks.md, "Cost of a saved node")."""
+    st0, ok0, k0, fail0, cause0 = carry
+    trips = jnp.where(ok0, n, 0)
+    st = lax.fori_loop(0, trips, lambda _, s: scheme.step(s, h)[0], st0)
+    good = state_check(system, scheme)(st, h)
+    bad = ok0 & ~good
+    return (st, ok0 & good, k0 + trips, jnp.where(bad, k0 + trips - 1, fail0),
+            jnp.where(bad, newton_mod.NON_FINITE, cause0).astype(jnp.int32))
+
+
 def checked_after(scheme, system, carry, st, steps, h, again):
     """The node carry after ``steps`` unchecked steps from the node carry ``carry`` reached
     ``st`` (:func:`run_explicit_steps`): that, if ``st`` and its energy are finite, else
@@ -434,6 +454,14 @@ class RecordLayout(NamedTuple):
     shapes: tuple
     sizes: tuple
 
+    def pack(self, arrays: dict):
+        """Flat records (..., width) from named arrays (the inverse of :meth:`unpack`): NumPy,
+        in the common dtype of the arrays."""
+        parts = [np.asarray(arrays[k]) for k in self.names]
+        lead = parts[0].shape[:parts[0].ndim - len(self.shapes[0])]
+        dtype = np.result_type(*parts)
+        return np.concatenate([p.astype(dtype, copy=False).reshape(lead + (-1,)) for p in parts], axis=-1)
+
     def unpack(self, flat) -> dict:
         """Named arrays (views where possible) from records ``flat`` of shape (..., width)."""
         lead = flat.shape[:-1]
@@ -445,7 +473,7 @@ class RecordLayout(NamedTuple):
 
 
 def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: bool = False,
-               layout_out: list | None = None):
+               layout_out: list | None = None, fast: bool = False):
     """The compiled body of one chunk: ``chunk_saves`` saved nodes of ``n_sub`` steps each.
 
     ``members``: the body is vmapped over an ensemble's members. The steps of a node are then
@@ -465,6 +493,11 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
     output ``records`` (≥ chunk_saves rows, flat: the caller unpacks the rows it keeps with the
     :class:`RecordLayout` appended to ``layout_out`` at trace time, on the host, as views).
     Only the blocks that hold active nodes (``j < n_active``) run.
+
+    ``fast`` (single runs of a step that never fails to converge, :func:`never_fails`): the steps
+    of a node run unchecked and only the node is checked (:func:`unchecked_steps`); a chunk that
+    reports a failure is run again by the chunk made without ``fast`` from the same state, which
+    names the first failed step exactly (:class:`~dalembert.engine.programs.Rechecked`).
 
     Why (measured, docs/benchmarks.md): XLA:CPU's runtime runs the kernels of a loop body one
     after the other only when all their buffers are small (≤ 512 B) or the body has at most 8
@@ -495,9 +528,14 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
             # run (with ok = False the steps would change nothing that is kept); an ensemble
             # counts its steps for every member (see ``members`` above)
             trips = jnp.where((j < n_active) if members else active, n_sub, 0)
-            (st2, ok2, k2, fail2, cause2), (s2, m2) = run_steps(
-                scheme, system, (st, active, k, fail_at, cause), h, trips, early_exit=not members,
-                counters=(it_sum, it_max))
+            if fast:
+                st2, ok2, k2, fail2, cause2 = unchecked_steps(scheme, system, (st, active, k, fail_at, cause),
+                                                              h, trips)
+                s2, m2 = it_sum, it_max
+            else:
+                (st2, ok2, k2, fail2, cause2), (s2, m2) = run_steps(
+                    scheme, system, (st, active, k, fail_at, cause), h, trips, early_exit=not members,
+                    counters=(it_sum, it_max))
             outs = node_outputs(system, scheme.observe(st2, h))
             # (ok2 is False unless the node was active: the output check applies to those only)
             st2, ok2, k2, fail2, cause2 = check_node(system, (st2, ok2, k2, fail2, cause2), outs)
@@ -624,10 +662,10 @@ def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, p
             if failures and (stop_on_failure or not batched):
                 i = min(failures, key=lambda m: failures[m][0])
                 keep_rows = (failures[i][0] - done * save_every) // save_every if done < full else 0
-                nodes.append(layout.unpack(first(outs, keep_rows)))
+                nodes.append_records(first(outs, keep_rows), layout)
                 done += keep_rows
                 break
-            nodes.append(layout.unpack(first(outs, n_active)))
+            nodes.append_records(first(outs, n_active), layout)
             done += n_active
             bar.update(done, time.perf_counter() - t_run)
             if batched and not np.any(alive[keep_m]):

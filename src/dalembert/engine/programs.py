@@ -153,9 +153,35 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
         start_c = compile_lowered(jax.jit(start).lower(state0, h))
         state_s = jax.eval_shape(start, state0, h)[0]
         layout = []
-        chunk = loop.make_chunk(b.system, b.scheme, loop.CHUNK_SAVES, state_s, h, layout_out=layout)
         int32 = jax.ShapeDtypeStruct((), jnp.int32)
-        chunk_c = compile_lowered(jax.jit(chunk).lower(state_s, h, int32, int32,
-                                                       jax.ShapeDtypeStruct((), jnp.bool_)))
+
+        def compiled_chunk(fast):
+            chunk = loop.make_chunk(b.system, b.scheme, loop.CHUNK_SAVES, state_s, h, layout_out=layout,
+                                    fast=fast)
+            return compile_lowered(jax.jit(chunk).lower(state_s, h, int32, int32,
+                                                        jax.ShapeDtypeStruct((), jnp.bool_)))
+
+        if loop.never_fails(b.scheme, state_s, h):
+            chunk_c = Rechecked(compiled_chunk(True), lambda: compiled_chunk(False))
+        else:
+            chunk_c = compiled_chunk(False)
         return start_c, chunk_c, layout[0]
     return cached(system, key, make)
+
+
+class Rechecked:
+    """A chunk of unchecked steps (``make_chunk(fast=True)``) that is run again by the checked
+    chunk, compiled on the first failure, whenever it reports one: the checked chunk then names
+    the first failed step and keeps the last good state, exactly as if it had run alone. The
+    calls and results are those of a compiled chunk (:func:`dalembert.engine.loop.make_chunk`)."""
+
+    def __init__(self, fast, make_checked):
+        self.fast, self.make_checked, self.checked = fast, make_checked, None
+
+    def __call__(self, state, h, n_active, n_sub, alive):
+        out = self.fast(state, h, n_active, n_sub, alive)
+        if bool(np.all(np.asarray(out[2]))) or not bool(np.any(np.asarray(alive))):
+            return out
+        if self.checked is None:
+            self.checked = self.make_checked()
+        return self.checked(state, h, n_active, n_sub, alive)

@@ -315,7 +315,7 @@ class _Run:
             nw = resume_from["newton"]
             newton = (nw.get("total_iterations", 0), nw.get("max_iterations", 0))
             prior_wall = resume_from["wall_time_s"]
-        nodes = self._nodes(prefix, nodes_done, resume_from is not None)
+        nodes = self._nodes(prefix, nodes_done, resume_from is not None, layout)
         if nodes.names() != set(layout.names):
             nodes.close()
             raise InputError(f"the checkpoint's node arrays {sorted(nodes.names())} are not this run's "
@@ -359,10 +359,10 @@ class _Run:
                                 + (f" (file {self.stream})" if self.stream else ""))
         return traj
 
-    def _nodes(self, prefix, nodes_done, resumed):
+    def _nodes(self, prefix, nodes_done, resumed, layout):
         """Where the nodes go: memory, or the stream file (fresh, or the partial file resumed)."""
         if self.stream is None:
-            return stream_mod.MemoryNodes(prefix)
+            return stream_mod.MemoryNodes(prefix, layout=layout)
 
         def times(first, count):
             return loop.node_times(self.h, self.n_steps, self.save_every, first + count, first)

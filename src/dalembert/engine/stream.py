@@ -65,20 +65,39 @@ def _json(metadata):
 
 class MemoryNodes:
     """Node arrays kept in memory: pieces appended per chunk, joined by :meth:`arrays`.
-    ``axis``: the node axis (1 for an ensemble, whose leading axis is the members)."""
+    ``axis``: the node axis (1 for an ensemble, whose leading axis is the members).
+
+    ``layout`` (a :class:`~dalembert.engine.loop.RecordLayout`): the chunks' flat records are kept
+    as they come (:meth:`append_records`) and joined once, row after row; the node arrays are then
+    views of the joined records (the columns of each array), not copies. Joining each array
+    from strided views of the records cost as much as 0.1 µs per node on the gearbox with
+    save_every = 1, a quarter of ``dl.integrate``'s time per step (docs/benchmarks.md)."""
 
     streams = False
 
-    def __init__(self, prefix: dict, axis: int = 0):
-        self.pieces, self.axis = [prefix], axis
+    def __init__(self, prefix: dict, axis: int = 0, layout=None):
+        self.pieces, self.axis, self.layout = [prefix], axis, layout
+        # (a prefix with other arrays, e.g. a checkpoint of another run, is refused by the caller)
+        same = layout is not None and set(prefix) == set(layout.names)
+        self.records = [layout.pack(prefix)] if same else None
 
     def append(self, arrays: dict):
         self.pieces.append(arrays)
+
+    def append_records(self, records, layout):
+        """Append a chunk's flat records (rows along the node axis, :class:`RecordLayout` widths)."""
+        if self.records is None:
+            self.append(layout.unpack(records))
+        else:
+            self.records.append(records)
 
     def names(self) -> set:
         return set(self.pieces[0])
 
     def arrays(self) -> dict:
+        if self.records is not None:
+            joined = self.records[0] if len(self.records) == 1 else np.concatenate(self.records, axis=self.axis)
+            return self.layout.unpack(joined)
         return {k: np.concatenate([p[k] for p in self.pieces], axis=self.axis) for k in self.pieces[0]}
 
     def close(self):
@@ -115,6 +134,10 @@ class StreamNodes:
             self.count = nodes + 1
         self.file.swmr_mode = True               # from here on, the file is crash-consistent
         self.flush()
+
+    def append_records(self, records, layout):
+        """Append a chunk's flat records (:meth:`MemoryNodes.append_records`)."""
+        self.append(layout.unpack(records))
 
     def append(self, arrays: dict):
         """Append nodes (arrays with a leading node axis of equal length), then flush."""
