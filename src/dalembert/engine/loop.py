@@ -337,7 +337,7 @@ def unchecked_steps(scheme, system, carry, h, n):
 
     Why: the branch of :func:`checked_after` (a ``lax.cond`` whose other side is the checked
     loop) at every node, and its selection of the state, cost 0.015–0.15 µs per saved node
-    with save_every = 1, 6–12 % of the node loop (docs/benchmarks.md, "Cost of a saved node")."""
+    with save_every = 1, 6–12 % of the node loop (docs/high_order.md, "Node output")."""
     st0, ok0, k0, fail0, cause0 = carry
     trips = jnp.where(ok0, n, 0)
     st = lax.fori_loop(0, trips, lambda _, s: scheme.step(s, h)[0], st0)

@@ -70,8 +70,9 @@ class MemoryNodes:
     ``layout`` (a :class:`~dalembert.engine.loop.RecordLayout`): the chunks' flat records are kept
     as they come (:meth:`append_records`) and joined once, row after row; the node arrays are then
     views of the joined records (the columns of each array), not copies. Joining each array
-    from strided views of the records cost as much as 0.1 µs per node on the gearbox with
-    save_every = 1, a quarter of ``dl.integrate``'s time per step (docs/benchmarks.md)."""
+    from strided views of the records took 0.1 µs per node under the profiler on the gearbox with
+    save_every = 1, about a fifth of ``dl.integrate``'s time per step (docs/high_order.md, "Node
+    output")."""
 
     streams = False
 
