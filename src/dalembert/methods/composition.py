@@ -7,7 +7,8 @@ Composing the staggered (q, p̃, λ̃) maps instead is only of order 1; see
 :mod:`dalembert.methods.gni_leapfrog`. (2) :func:`compose`: symmetric compositions
 Φ_{γ_s h} ∘ … ∘ Φ_{γ_1 h} of a self-adjoint method of order 2, of order 4, 6 or 8 (Yoshida,
 Suzuki, Kahan–Li, McLachlan), registered for ``nh-rattle-sym``, ``gni-midpoint-sym``
-(:mod:`dalembert.methods.gni_symmetric`), ``dg-gonzalez``, ``dg-avf`` and ``eps-midpoint`` (whose
+(:mod:`dalembert.methods.gni_symmetric`), ``lie-gni-mv-sym`` (:mod:`dalembert.methods.lie_gni`),
+``reduced-gni-sym`` (:mod:`dalembert.methods.reduced_gni`), ``dg-gonzalez``, ``dg-avf`` and ``eps-midpoint`` (whose
 step of (R, ω) — implicit midpoint in ω, R_{k+1} = R_k cay(h(ω_k + ω_{k+1})/2) — is self-adjoint as
 cay(−ξ) = cay(ξ)⁻¹) (:data:`REGISTERED`).
 """
@@ -132,7 +133,8 @@ COEFFICIENTS = {
 #: Families whose step, as a map of the method's state, is not self-adjoint even when the method
 #: is symmetric: the two-step GNI family's state (q_k, p⁺_k) steps by a reflection then a
 #: symplectic map, whose inverse is not the step with −h (measured: the triple jump of
-#: ``nh-rattle`` stays of order 2 on the gearbox).
+#: ``nh-rattle`` stays of order 2 on the gearbox). Their one-impulse forms on D* (families
+#: ``gni-symmetric``, ``lie-gni-symmetric``, ``reduced-gni-symmetric``) are self-adjoint.
 NOT_SELF_ADJOINT = ("gni", "lie-gni", "reduced-gni", "exp-chart")
 
 
@@ -144,8 +146,8 @@ def compose(base, coefficients="triple-jump-4", name: str | None = None,
     ----------
     base : a registered name or Method: symmetric (``traits.symmetric``), of order 2, whose
         state steps as a self-adjoint map (Φ_{−h} = Φ_h⁻¹): the one-step families (the discrete
-        gradients, ``implicit-midpoint``, …), not the two-step GNI families
-        (:data:`NOT_SELF_ADJOINT`).
+        gradients, ``implicit-midpoint``, the GNIs' D* forms ``nh-rattle-sym``, ``lie-gni-mv-sym``,
+        ``reduced-gni-sym``, …), not the two-step GNI families (:data:`NOT_SELF_ADJOINT`).
     coefficients : a name of :data:`COEFFICIENTS` (``"triple-jump-4"``, ``"suzuki-4"``: order 4;
         ``"yoshida-6"``, ``"kahan-li-6"``: order 6; ``"mclachlan-8"``, ``"kahan-li-8"``: order 8)
         or a palindromic sequence of fractions of h summing to 1.
@@ -177,8 +179,9 @@ def compose(base, coefficients="triple-jump-4", name: str | None = None,
     if tr.family in NOT_SELF_ADJOINT:
         raise InputError(f"compose: {base.name} ({tr.family} family) steps its state (q, p⁺) by a reflection "
                          f"then a symplectic map, which is not a self-adjoint map, so its compositions keep "
-                         f"order 2; compose its self-adjoint one-step form instead (nh-rattle-sym, gni-midpoint-sym; "
-                         f"registered: nh-rattle-4/-6/-8, gni-midpoint-4), or dg-*, implicit-midpoint, ...")
+                         f"order 2; compose its self-adjoint one-step form instead (nh-rattle-sym, gni-midpoint-sym, "
+                         f"lie-gni-mv-sym, reduced-gni-sym; registered: nh-rattle-4/-6/-8, gni-midpoint-4, "
+                         f"lie-gni-mv-4/-6, reduced-gni-4), or dg-*, implicit-midpoint, ...")
     if isinstance(coefficients, str):
         if coefficients not in COEFFICIENTS:
             raise InputError(f"compose: unknown coefficients {coefficients!r}; known: {', '.join(COEFFICIENTS)}")
@@ -210,6 +213,9 @@ REGISTERED = (
     ("dg-avf-4", "dg-avf", "suzuki-4"),
     ("eps-midpoint-4", "eps-midpoint", "suzuki-4"),
     ("eps-midpoint-6", "eps-midpoint", "kahan-li-6"),
+    ("lie-gni-mv-4", "lie-gni-mv-sym", "suzuki-4"),
+    ("lie-gni-mv-6", "lie-gni-mv-sym", "kahan-li-6"),
+    ("reduced-gni-4", "reduced-gni-sym", "suzuki-4"),
 )
 
 

@@ -350,6 +350,92 @@ class ReducedGNI(Method):
         return Scheme(init, step, observe)
 
 
+class ReducedMultiplierState(NamedTuple):
+    """x: (n,) x_k;  R: (d, d) R_k;  p: (n+d,) the momentum p_k on D* (μ̃G̃⁻¹p_k = ν̃);
+    lam: (m,) the multiplier of the last step (reported, and the next Newton guess)."""
+
+    x: Any
+    R: Any
+    p: Any
+    lam: Any
+
+
+@dataclass(frozen=True, eq=False)
+class SymmetricReducedGNI(Method):
+    """The reduced GNI's retracted discrete Lagrangian with one constraint impulse per step: a
+    self-adjoint map of (x_k, R_k, p_k) on D* = {μ̃(x, R)G̃⁻¹p = ν̃(x, R)}, the base of
+    ``reduced-gni-4``.
+
+    The two-step form (:class:`ReducedGNI`) steps (x_k, R_k, FL⁺_k) by the reflection (P − Q)*
+    and then FL⁻ = target; its adjoint is "map, then reflection", so its compositions stay of
+    order 2. Here the momentum equation of Definition 7.1 ((30), (38); Ferraro, Jiménez, Martín
+    de Diego 2015) has the impulse ℓ ∈ R^m of a step split equally between its two nodes, as in
+    :mod:`~dalembert.methods.gni_symmetric` (our construction):
+
+        FL⁻(x_k, x_{k+1}, hξ_k) = p_k − μ̃(x_k, R_k)ᵀ ℓ
+        p_{k+1} = FL⁺(x_k, x_{k+1}, hξ_k) − μ̃(x_{k+1}, R_{k+1})ᵀ ℓ,   R_{k+1} = R_k τ(hξ_k) (left)
+        μ̃(x_{k+1}, R_{k+1}) G̃⁻¹ p_{k+1} = ν̃(x_{k+1}, R_{k+1})       unknowns x_{k+1}, ξ_k, ℓ
+
+    **Self-adjoint.** The default l_d is symmetric, l_d(x1, x0, −σ, −h) = −l_d(x0, x1, σ, h), and
+    the retractions satisfy τ(−σ) = τ(σ)⁻¹, so FL⁻ of the reversed step is FL⁺ of the forward one
+    and stepping back from (x_{k+1}, R_{k+1}, p_{k+1}) with −h gives the same equations with
+    ℓ → −ℓ. Hence order 2, and the symmetric compositions reach 4, 6 and 8.
+
+    Newton on z = (x_{k+1}, ξ_k, ℓ), n + d + m unknowns (d = dim G), from the last step's
+    multiplier: ℓ₀ = −(h/2)λ, (Δx/h, ξ) = G̃⁻¹(p_k − μ̃ᵀℓ₀).
+
+    Reported at the nodes: x (n,), R; xdot (n,), xi (d,) = G̃⁻¹p_k (μ̃u = ν̃ to round-off);
+    momentum = p_k; lam = −(2/h)ℓ of the step that ended at t_k (O(h²) approximation of
+    λ(t_k − h/2); at t_0 the exact λ).
+
+    Build options: ``retraction`` ("cayley" | "exponential"), ``discrete_lagrangian`` (as
+    :class:`ReducedGNI`; it must be symmetric for the map to be self-adjoint), ``rtol``,
+    ``max_iter`` (Newton).
+    """
+
+    def build(self, system, x0=None, *, retraction="cayley", discrete_lagrangian=None,
+              rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
+        if discrete_lagrangian is not None and not callable(discrete_lagrangian):
+            raise InputError(f"discrete_lagrangian must be a callable l_d(x0, x1, sigma, h); got {discrete_lagrangian!r}")
+        k = _Kernels(system, retraction, discrete_lagrangian)
+        n = system.n
+        d = getattr(system, "group_dim", 3)
+
+        def init(x0, R0, xdot0, xi0, h=None):
+            x0, R0, xdot0, xi0 = (jnp.asarray(a, jnp.float64) for a in (x0, R0, xdot0, xi0))
+            return ReducedMultiplierState(x0, R0, system.momentum(x0, xdot0, xi0, R0),
+                                          system.multiplier(x0, R0, xdot0, xi0))
+
+        def step(state, h):
+            x, R, p, lam = state
+            mu0 = system.constraint_matrix(x, R)
+
+            def advance(z):
+                x1, xi, ell = z[:n], z[n:n + d], z[n + d:]
+                R1 = k.reconstruct(R, xi, h)
+                return x1, R1, k.fl_plus(x, x1, R, xi, h) - linalg.vm(ell, system.constraint_matrix(x1, R1))
+
+            def F(z):
+                x1, R1, p1 = advance(z)
+                residual = linalg.mv(system.constraint_matrix(x1, R1), k.velocity(x1, R1, p1)) \
+                    - system.constraint_rhs(x1, R1)
+                return jnp.concatenate([k.fl_minus(x, z[:n], R, z[n:n + d], h) - p
+                                        + linalg.vm(z[n + d:], mu0), residual])
+
+            ell0 = -0.5 * h * lam
+            u = k.velocity(x, R, p - linalg.vm(ell0, mu0))
+            res = newton(F, jnp.concatenate([x + h * u[:n], u[n:], ell0]), rtol=rtol, max_iter=max_iter)
+            x1, R1, p1 = advance(res.x)
+            return ReducedMultiplierState(x1, R1, p1, -(2.0 / h) * res.x[n + d:]), StepInfo.of(res)
+
+        def observe(state, h=None):
+            x, R, p, lam = state
+            u = k.velocity(x, R, p)
+            return {"x": x, "R": R, "xdot": u[:n], "xi": u[n:], "momentum": p, "lam": lam}
+
+        return Scheme(init, step, observe)
+
+
 def _traits(source, extra=()):
     return Traits(
         order=2, symmetric=True, implicit=True,
@@ -377,4 +463,15 @@ METHODS = (
         description="Lie-group GNI for R-dependent constraints (left trivialization): recommended for the "
                     "sphere; second order, no chart singularity.",
         require_left=True),
+    SymmetricReducedGNI(
+        name="reduced-gni-sym",
+        traits=Traits(
+            order=2, symmetric=True, implicit=True,
+            preserves=("node constraint μ̃G̃⁻¹p_k = ν̃ (affine) to round-off", "R_k ∈ SO(3) to round-off"),
+            node_velocity="G̃⁻¹p_k, p_k on D* (the node's momentum)",
+            source=f"{_PUB}, Definition 7.1 (30)/(38) with one impulse per step split equally between "
+                   "the nodes (our construction); retracted Legendre maps §7.1; SV-type l_d of §7.2",
+            family="reduced-gni-symmetric", integrates=("reduced",)),
+        description="Reduced GNI with one impulse per step: a self-adjoint map on D*, the base of "
+                    "reduced-gni-4; any trivialization, Newton on (x_{k+1}, ξ_k, ℓ)."),
 )
