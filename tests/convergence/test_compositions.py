@@ -119,9 +119,10 @@ def _veselova_body():
     return LieNonholonomicSystem(inertia, lambda R: R[2, :], name="veselova-user")
 
 
-def _tilted_cart():
-    """R² × SO(3), left trivialization: a shape-dependent metric coupling x and the body rotation,
-    a potential, two constraints that turn with R and x, one of them affine: not in the zoo."""
+def _tilted_cart(constant_metric=False):
+    """R² × SO(3), left trivialization: a shape-dependent metric coupling x and the body rotation
+    (constant with ``constant_metric``: reduced-gni-sym's fast path), a potential, two constraints
+    that turn with R and x, one of them affine: not in the zoo."""
     B = jnp.array([[1.5, 0.1, 0.2, 0.0, -0.1], [0.1, 1.2, 0.0, 0.15, 0.0], [0.2, 0.0, 0.9, 0.05, 0.0],
                    [0.0, 0.15, 0.05, 0.8, 0.1], [-0.1, 0.0, 0.0, 0.1, 0.7]])
 
@@ -130,8 +131,9 @@ def _tilted_cart():
                           jnp.concatenate([jnp.array([0.0, 1.0 + 0.3 * jnp.cos(x[0])]),
                                            0.5 * R[:, 0] + jnp.array([0.0, 0.0, 0.2])])])
 
-    return dl.ReducedSystem(lambda x: B + jnp.diag(jnp.concatenate([0.2 * jnp.sin(x) ** 2, jnp.zeros(3)])),
-                            constraint_matrix, potential=lambda x: 0.5 * x[0] ** 2 + 0.3 * jnp.cos(x[1]),
+    metric = np.asarray(B) if constant_metric else (
+        lambda x: B + jnp.diag(jnp.concatenate([0.2 * jnp.sin(x) ** 2, jnp.zeros(3)])))
+    return dl.ReducedSystem(metric, constraint_matrix, potential=lambda x: 0.5 * x[0] ** 2 + 0.3 * jnp.cos(x[1]),
                             constraint_rhs=lambda x, R: jnp.array([0.1 * jnp.sin(x[1]), 0.0]),
                             shape_dim=2, name="tilted-cart")
 
@@ -153,17 +155,20 @@ def _cart_state(system, rotvec, x0=(0.3, -0.2), xdot=(0.5, -0.3), xi=(0.4, 0.8, 
 
 
 def _group_step_pairs():
-    """(system, D* form, two-step form, states): the Lie-group and the reduced GNI."""
-    body, cart = _veselova_body(), _tilted_cart()
+    """(system, D* form, two-step form, states): the Lie-group and the reduced GNI (the latter with a
+    shape-dependent and with a constant metric: the general and the fast path)."""
+    body = _veselova_body()
     rng = np.random.default_rng(3)
     body_states = [_body_state(body, rng.uniform(-2, 2, 3), rng.uniform(-1, 1, 3)) for _ in range(3)]
-    cart_states = [_cart_state(cart, rng.uniform(-2, 2, 3), rng.uniform(-1, 1, 2), rng.uniform(-1, 1, 2),
-                               rng.uniform(-1, 1, 3)) for _ in range(3)]
-    return [(body, "lie-gni-mv-sym", "lie-gni-mv", body_states),
-            (cart, "reduced-gni-sym", "reduced-gni", cart_states)]
+    out = [(body, "lie-gni-mv-sym", "lie-gni-mv", body_states)]
+    for cart in (_tilted_cart(), _tilted_cart(constant_metric=True)):
+        states = [_cart_state(cart, rng.uniform(-2, 2, 3), rng.uniform(-1, 1, 2), rng.uniform(-1, 1, 2),
+                              rng.uniform(-1, 1, 3)) for _ in range(3)]
+        out.append((cart, "reduced-gni-sym", "reduced-gni", states))
+    return out
 
 
-@pytest.mark.parametrize("case", [0, 1], ids=["lie-gni-mv-sym", "reduced-gni-sym"])
+@pytest.mark.parametrize("case", [0, 1, 2], ids=["lie-gni-mv-sym", "reduced-gni-sym", "reduced-gni-sym-fast"])
 def test_the_group_d_star_forms_are_self_adjoint(case):
     """Φ_{−h}(Φ_h(y)) = y for the Lie-group and the reduced D* forms from random states of systems
     of our own (R-dependent constraints, one affine, a shape-dependent metric); the two-step
@@ -186,6 +191,13 @@ def test_the_group_d_star_forms_are_self_adjoint(case):
                 assert gap <= 1e-13, (name, gap)
             else:
                 assert gap > 1e-4, (name, gap)
+    if case == 2:       # the fast path takes the general path's step
+        fast, general = (jax.jit(dl.methods.get(sym).build(system, fast_path=f).step) for f in (True, False))
+        sch = dl.methods.get(sym).build(system)
+        for state in states:
+            y0 = sch.init(*(jnp.asarray(state[k]) for k in type(system).state_names), 0.3)
+            for a, b in zip(fast(y0, 0.3)[0], general(y0, 0.3)[0]):
+                np.testing.assert_allclose(a, b, atol=1e-13)
 
 
 def test_group_compositions_reach_their_order_on_user_systems():

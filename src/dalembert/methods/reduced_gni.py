@@ -382,19 +382,21 @@ class SymmetricReducedGNI(Method):
     ℓ → −ℓ. Hence order 2, and the symmetric compositions reach 4, 6 and 8.
 
     Newton on z = (x_{k+1}, ξ_k, ℓ), n + d + m unknowns (d = dim G), from the last step's
-    multiplier: ℓ₀ = −(h/2)λ, (Δx/h, ξ) = G̃⁻¹(p_k − μ̃ᵀℓ₀).
+    multiplier: ℓ₀ = −(h/2)λ, (Δx/h, ξ) = G̃⁻¹(p_k − μ̃ᵀℓ₀); with a constant metric and the
+    default l_d (``fast_path``, the default), x_{k+1} is linear in (ξ, ℓ) and the Newton unknowns
+    are (ξ_k, ℓ), d + m of them, with FL∓ in closed form.
 
     Reported at the nodes: x (n,), R; xdot (n,), xi (d,) = G̃⁻¹p_k (μ̃u = ν̃ to round-off);
     momentum = p_k; lam = −(2/h)ℓ of the step that ended at t_k (O(h²) approximation of
     λ(t_k − h/2); at t_0 the exact λ).
 
     Build options: ``retraction`` ("cayley" | "exponential"), ``discrete_lagrangian`` (as
-    :class:`ReducedGNI`; it must be symmetric for the map to be self-adjoint), ``rtol``,
-    ``max_iter`` (Newton).
+    :class:`ReducedGNI`; it must be symmetric for the map to be self-adjoint), ``fast_path``
+    (default True; False: the general Newton), ``rtol``, ``max_iter`` (Newton).
     """
 
     def build(self, system, x0=None, *, retraction="cayley", discrete_lagrangian=None,
-              rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
+              fast_path: bool = True, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
         if discrete_lagrangian is not None and not callable(discrete_lagrangian):
             raise InputError(f"discrete_lagrangian must be a callable l_d(x0, x1, sigma, h); got {discrete_lagrangian!r}")
         k = _Kernels(system, retraction, discrete_lagrangian)
@@ -406,27 +408,57 @@ class SymmetricReducedGNI(Method):
             return ReducedMultiplierState(x0, R0, system.momentum(x0, xdot0, xi0, R0),
                                           system.multiplier(x0, R0, xdot0, xi0))
 
-        def step(state, h):
-            x, R, p, lam = state
-            mu0 = system.constraint_matrix(x, R)
+        def constraint(x1, R1, p1):
+            return linalg.mv(system.constraint_matrix(x1, R1), k.velocity(x1, R1, p1)) - system.constraint_rhs(x1, R1)
 
+        def general(x, R, p, mu0, ell0, h):
+            """Newton on z = (x_{k+1}, ξ_k, ℓ); FL∓ by autodiff of l_d."""
             def advance(z):
                 x1, xi, ell = z[:n], z[n:n + d], z[n + d:]
                 R1 = k.reconstruct(R, xi, h)
                 return x1, R1, k.fl_plus(x, x1, R, xi, h) - linalg.vm(ell, system.constraint_matrix(x1, R1))
 
             def F(z):
-                x1, R1, p1 = advance(z)
-                residual = linalg.mv(system.constraint_matrix(x1, R1), k.velocity(x1, R1, p1)) \
-                    - system.constraint_rhs(x1, R1)
-                return jnp.concatenate([k.fl_minus(x, z[:n], R, z[n:n + d], h) - p
-                                        + linalg.vm(z[n + d:], mu0), residual])
+                return jnp.concatenate([k.fl_minus(x, z[:n], R, z[n:n + d], h) - p + linalg.vm(z[n + d:], mu0),
+                                        constraint(*advance(z))])
 
-            ell0 = -0.5 * h * lam
             u = k.velocity(x, R, p - linalg.vm(ell0, mu0))
             res = newton(F, jnp.concatenate([x + h * u[:n], u[n:], ell0]), rtol=rtol, max_iter=max_iter)
-            x1, R1, p1 = advance(res.x)
-            return ReducedMultiplierState(x1, R1, p1, -(2.0 / h) * res.x[n + d:]), StepInfo.of(res)
+            return advance(res.x), res.x[n + d:], res
+
+        def fast(x, R, p, mu0, ell0, h):
+            """Constant metric, default l_d (as ReducedGNI's fast path): for a given ℓ the x-part
+            of FL⁻ = p_k − μ̃ᵀℓ is linear, Δx/h = G̃_xx⁻¹a − Kξ with a = (p_k − μ̃ᵀℓ)_x − (h/2)V_x(x_k),
+            and FL∓'s group parts are (dτ⁻¹_{±hξ})ᵀ(b + Sξ), b = G̃_gx G̃_xx⁻¹a; Newton on (ξ, ℓ),
+            d + m unknowns, in closed form."""
+            gradV0 = 0.5 * h * system.potential_gradient(x)
+
+            def advance(z):
+                xi, ell = z[:d], z[d:]
+                target = p - linalg.vm(ell, mu0)
+                a = target[:n] - gradV0
+                w = linalg.cho_solve(k.Lxx, a)
+                mom = linalg.vm(w, k.Gxg) + linalg.mv(k.S, xi)
+                x1 = x + h * (w - linalg.mv(k.K, xi))
+                R1 = k.reconstruct(R, xi, h)
+                p1 = jnp.concatenate([a - 0.5 * h * system.potential_gradient(x1), k.group_plus(h * xi, mom)])
+                return (x1, R1, p1 - linalg.vm(ell, system.constraint_matrix(x1, R1))), \
+                    k.group_minus(h * xi, mom) - target[n:]
+
+            def F(z):
+                (x1, R1, p1), group_residual = advance(z)
+                return jnp.concatenate([group_residual, constraint(x1, R1, p1)])
+
+            u = k.velocity(x, R, p - linalg.vm(ell0, mu0))
+            res = newton(F, jnp.concatenate([u[n:], ell0]), rtol=rtol, max_iter=max_iter)
+            return advance(res.x)[0], res.x[d:], res
+
+        solve = fast if (k.fast and fast_path) else general
+
+        def step(state, h):
+            x, R, p, lam = state
+            (x1, R1, p1), ell, res = solve(x, R, p, system.constraint_matrix(x, R), -0.5 * h * lam, h)
+            return ReducedMultiplierState(x1, R1, p1, -(2.0 / h) * ell), StepInfo.of(res)
 
         def observe(state, h=None):
             x, R, p, lam = state
