@@ -10,6 +10,7 @@ step size, run length and ``save_every``.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 from typing import Any, Callable, NamedTuple
 
@@ -155,16 +156,24 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
         layout = []
         int32 = jax.ShapeDtypeStruct((), jnp.int32)
 
-        def compiled_chunk(fast):
-            chunk = loop.make_chunk(b.system, b.scheme, loop.CHUNK_SAVES, state_s, h, layout_out=layout,
+        def compiled_chunk(bound, fast):
+            chunk = loop.make_chunk(bound.system, bound.scheme, loop.CHUNK_SAVES, state_s, h, layout_out=layout,
                                     fast=fast)
             return compile_lowered(jax.jit(chunk).lower(state_s, h, int32, int32,
                                                         jax.ShapeDtypeStruct((), jnp.bool_)))
 
         if loop.never_fails(b.scheme, state_s, h):
-            chunk_c = Rechecked(compiled_chunk(True), lambda: compiled_chunk(False))
+            # the checked twin binds the system again when first needed, through a weak reference:
+            # the programs are cached with the system, and a closure over it (or over ``b``)
+            # would keep it alive for ever
+            try:
+                owner = weakref.ref(system)
+            except TypeError:             # not weakly referenceable: _cache keeps it strongly anyway
+                owner = (lambda s: lambda: s)(system)
+            chunk_c = Rechecked(compiled_chunk(b, True),
+                                lambda: compiled_chunk(bind(owner(), method, state0, options), False))
         else:
-            chunk_c = compiled_chunk(False)
+            chunk_c = compiled_chunk(b, False)
         return start_c, chunk_c, layout[0]
     return cached(system, key, make)
 
