@@ -353,8 +353,9 @@ def test_ensemble_without_members_is_an_input_error():
 
 def test_a_run_too_large_for_memory_is_refused_before_it_runs(monkeypatch):
     monkeypatch.setattr(loop, "available_memory", lambda: 10 ** 6)
+    # 10⁶ nodes: above loop.SMALL_RUN_BYTES, below which the available memory is not read
     with pytest.raises(dl.InputError, match="save_every"):
-        dl.integrate(SPRING, "nh-rattle", q0=Q0, v0=V0, h=0.001, t_final=100.0)
+        dl.integrate(SPRING, "nh-rattle", q0=Q0, v0=V0, h=0.001, t_final=1000.0)
 
 
 def test_complex_valued_callables_are_refused():

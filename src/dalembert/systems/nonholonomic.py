@@ -506,9 +506,9 @@ class NonholonomicSystem(SystemKind):
         """
         q = _as_vector(q0, "q0")
         n = q.size
-        qj = jnp.asarray(q)
         self._check_shapes(q)
-        G, V, mu, nu, dV = (np.asarray(x) for x in self._evaluate_all(qj))
+        # (the compiled call takes the NumPy array: an eager jnp.asarray cost 0.1–0.3 ms a run)
+        G, V, mu, nu, dV = (np.asarray(x) for x in self._evaluate_all(q))
         for x, nm in ((G, "mass_matrix"), (V, "potential"), (mu, "constraint_matrix"),
                       (nu, "constraint_rhs"), (dV, "potential (gradient)")):
             _expect_finite(x, nm)
