@@ -1,6 +1,8 @@
-"""What the issue benchmarks do with their markdown: a note under the heading, print, write."""
+"""What the issue benchmarks share: their markdown (a note under the heading, print, write) and
+interleaved timing."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 
@@ -18,3 +20,18 @@ def publish(md: str, note: str = "", out: Path | None = None, out_heading: str =
         with open(append, "a", encoding="utf-8") as f:
             f.write("\n" + md)
     return md
+
+
+def interleaved_times(runs: dict, repeats: int, per: float = 1.0) -> dict:
+    """``{name: [seconds / per, ...]}``: each callable of ``runs`` called once (it compiles), then
+    ``repeats`` rounds calling every one in turn, so that a change of the machine's load falls on
+    all of them alike (report min / median / max)."""
+    for fn in runs.values():
+        fn()
+    times = {k: [] for k in runs}
+    for _ in range(repeats):
+        for k, fn in runs.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append((time.perf_counter() - t0) / per)
+    return times

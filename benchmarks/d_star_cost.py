@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
+
+from _report import interleaved_times
 
 CASES = (("suslov", "lie-gni-mv", ("lie-gni-mv-sym", "lie-gni-mv-4", "lie-gni-mv-6")),
          ("rolling-ball", "reduced-gni", ("reduced-gni-sym", "reduced-gni-4")))
@@ -31,15 +32,8 @@ def main(argv=None):
         for method in (two_step,) + others:
             runs[(model_name, method)] = (lambda m=model, method=method: dl.integrate(
                 m.system, method, h=h, t_final=N * h, save_every=N, progress=False, **m.initial_state))
-    for fn in runs.values():
-        fn()                                          # compiles
-    times = {k: [] for k in runs}
     load = os.getloadavg()
-    for _ in range(a.repeats):
-        for k, fn in runs.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append((time.perf_counter() - t0) / N * 1e6)
+    times = interleaved_times(runs, a.repeats, per=N / 1e6)           # µs per step
     print(f"# D* forms against their two-step GNIs: {N} steps, h = {h}, one node at the end; µs per step "
           f"min / median / max of {a.repeats} interleaved repeats; load before {load[0]:.2f}, after "
           f"{os.getloadavg()[0]:.2f}")

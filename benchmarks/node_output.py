@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
+
+from _report import interleaved_times
 
 
 def main(argv=None):
@@ -34,15 +35,8 @@ def main(argv=None):
             model.system, a.method, h=h, t_final=N * h, save_every=se, progress=False, **st))
         f = jax.jit(lambda q0, v0, se=se: dl.solve(model.system, a.method, (q0, v0), h, N, save_every=se))
         runs[f"jit(dl.solve), save_every {se}"] = (lambda f=f: jax.block_until_ready(f(q0, v0)))
-    for fn in runs.values():
-        fn()                                          # compiles
-    times = {k: [] for k in runs}
     load = os.getloadavg()
-    for _ in range(a.repeats):
-        for k, fn in runs.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append((time.perf_counter() - t0) / N * 1e6)
+    times = interleaved_times(runs, a.repeats, per=N / 1e6)           # µs per step
     print(f"# node output cost: {a.method} on chaotic-quartic n = {a.n} ({2 * a.n + 1} coordinates), "
           f"{N} steps; µs per step min / median / max of {a.repeats}; load {load[0]:.2f}")
     for k, t in times.items():
