@@ -34,8 +34,7 @@ from .errors import InputError
 ORDER_TOL = 0.15
 #: the step sizes of a method of order p ≥ 4 are HIGH_ORDER_SCALE[p] × the model's (h0, T), so that
 #: its errors lie above round-off (an order-8 method at h0 = 0.1 is at 1e-15); per (model, order),
-#: or (model, method name), where
-#: the default misses the asymptotic regime
+#: or (model, method name), where the default misses the asymptotic regime
 HIGH_ORDER_SCALE = {4: 4.0, 6: 4.0, 8: 8.0}
 #: (p1-linear at order 8: rk8-projected, Prince–Dormand's tableau, fits 7.18 at 8× and 6.87 at 4×
 #: — errors 3.4e-9, 4.3e-11, 2.5e-13 —, 7.68 at 6×; nh-rattle-8 8.15 at 6×)

@@ -261,15 +261,26 @@ class _Kernels:
         res = newton(F, linalg.solve_spd(self.S, tg - b), rtol=rtol, max_iter=max_iter)
         return res.x, w, b, res.converged, res.iterations
 
-    def solve_fast(self, x, target, h, rtol, max_iter):
-        """Constant metric, default l_d: (x_{k+1}, ξ_k, FL⁺_{k+1}, converged, iterations)."""
+    def fast_map(self, x, target, xi, h):
+        """Constant metric, default l_d: the step from x_k with FL⁻'s x-part equal to
+        ``target[:n]`` and group velocity ξ — (x_{k+1}, FL⁺_{k+1} (n+3,), the residual of FL⁻'s
+        g*-part against ``target[n:]`` (3,)); Δx/h = G̃_xx⁻¹a − Kξ, a = target_x − (h/2)V_x(x_k), and
+        D_σ l_d = b + Sξ, b = G̃_gx G̃_xx⁻¹a (see :meth:`solve_group`)."""
         sys = self.system
         n = self.n
         a = target[:n] - 0.5 * h * sys.potential_gradient(x)
-        xi, w, b, conv, it = self.solve_group(a, target[n:], h, rtol, max_iter)
+        w = linalg.cho_solve(self.Lxx, a)
+        mom = linalg.vm(w, self.Gxg) + linalg.mv(self.S, xi)
         x1 = x + h * (w - linalg.mv(self.K, xi))
-        p1 = jnp.concatenate([a - 0.5 * h * sys.potential_gradient(x1),
-                              self.group_plus(h * xi, b + linalg.mv(self.S, xi))])
+        p1 = jnp.concatenate([a - 0.5 * h * sys.potential_gradient(x1), self.group_plus(h * xi, mom)])
+        return x1, p1, self.group_minus(h * xi, mom) - target[n:]
+
+    def solve_fast(self, x, target, h, rtol, max_iter):
+        """Constant metric, default l_d: (x_{k+1}, ξ_k, FL⁺_{k+1}, converged, iterations)."""
+        n = self.n
+        a = target[:n] - 0.5 * h * self.system.potential_gradient(x)
+        xi, _, _, conv, it = self.solve_group(a, target[n:], h, rtol, max_iter)
+        x1, p1, _ = self.fast_map(x, target, xi, h)
         return x1, xi, p1, conv, it
 
     def solve_general(self, x, R, target, h, rtol, max_iter):
@@ -428,22 +439,13 @@ class SymmetricReducedGNI(Method):
 
         def fast(x, R, p, mu0, ell0, h):
             """Constant metric, default l_d (as ReducedGNI's fast path): for a given ℓ the x-part
-            of FL⁻ = p_k − μ̃ᵀℓ is linear, Δx/h = G̃_xx⁻¹a − Kξ with a = (p_k − μ̃ᵀℓ)_x − (h/2)V_x(x_k),
-            and FL∓'s group parts are (dτ⁻¹_{±hξ})ᵀ(b + Sξ), b = G̃_gx G̃_xx⁻¹a; Newton on (ξ, ℓ),
+            of FL⁻ = p_k − μ̃ᵀℓ is linear in ξ (:meth:`_Kernels.fast_map`); Newton on (ξ, ℓ),
             d + m unknowns, in closed form."""
-            gradV0 = 0.5 * h * system.potential_gradient(x)
-
             def advance(z):
                 xi, ell = z[:d], z[d:]
-                target = p - linalg.vm(ell, mu0)
-                a = target[:n] - gradV0
-                w = linalg.cho_solve(k.Lxx, a)
-                mom = linalg.vm(w, k.Gxg) + linalg.mv(k.S, xi)
-                x1 = x + h * (w - linalg.mv(k.K, xi))
+                x1, p1, group_residual = k.fast_map(x, p - linalg.vm(ell, mu0), xi, h)
                 R1 = k.reconstruct(R, xi, h)
-                p1 = jnp.concatenate([a - 0.5 * h * system.potential_gradient(x1), k.group_plus(h * xi, mom)])
-                return (x1, R1, p1 - linalg.vm(ell, system.constraint_matrix(x1, R1))), \
-                    k.group_minus(h * xi, mom) - target[n:]
+                return (x1, R1, p1 - linalg.vm(ell, system.constraint_matrix(x1, R1))), group_residual
 
             def F(z):
                 (x1, R1, p1), group_residual = advance(z)
