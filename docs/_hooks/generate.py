@@ -167,7 +167,7 @@ def methods_page(dl, files) -> str:
             step += f"; explicit when: {md(clean(t.explicit_when))}"
         if not getattr(registry.get(name), "compiled", True):
             step += " (SciPy, not compiled)"
-        preserves = "<br>".join(md_doc(clean(p), files, METHODS_PAGE) for p in t.preserves) or "—"
+        preserves = "<br>".join(md_doc(clean(str(p)), files, METHODS_PAGE) for p in t.preserves) or "—"
         integrates = ", ".join(f"`{k}`" for k in t.integrates) or "—"
         theory = ", ".join(_theory_links(t.source, files, METHODS_PAGE)) or "—"
         lines.append(f"| `{name}` | {t.order} | {'yes' if t.symmetric else 'no'} | {step} | {preserves} | "

@@ -12,6 +12,7 @@ from ._version import __version__
 from . import config  # noqa: F401  (enables float64 before anything is traced)
 from . import errors, lie, linalg, methods
 from ._cache import clear_caches
+from .declarations import Claim, Feature, Invariant, NodeArray, Role
 from .errors import (ConstraintViolationError, ConvergenceError, DalembertError, InputError,
                      UnknownNameError)
 from .systems import (AlmostPoissonSystem, EulerPoincareSuslovSystem, HeavyBodySystem, LeftInvariantSystem,
@@ -29,5 +30,5 @@ __all__ = [
     "integrate", "resume", "solve", "sweep", "ensemble", "Ensemble", "RunInterrupted", "configure", "clear_caches",
     "Trajectory", "load", "methods", "models", "convergence", "from_sympy", "lie", "linalg", "errors",
     "DalembertError", "InputError", "ConstraintViolationError", "ConvergenceError",
-    "UnknownNameError", "__version__",
+    "UnknownNameError", "Invariant", "Claim", "Feature", "Role", "NodeArray", "__version__",
 ]

@@ -151,7 +151,7 @@ def _model_details(name) -> list:
            "the model's reference solution" if mdl.reference is not None else "reference ODE (DOP853, rtol = atol = 1e-13)")
     out.append(f"  defaults: --method {mdl.default_method} --h {mdl.default_h:g} --t-final {mdl.default_t_final:g}")
     out.append(f"  solution: {sol}")
-    fits = methods_for(mdl.system)
+    fits = methods_for(mdl.system, mdl.state0())
     out.append(f"  methods that accept it ({len(fits)}; `dalembert list --method NAME` for one):")
     out += ["    " + line for line in _method_lines(set(fits))]
     return out
@@ -170,7 +170,8 @@ def _method_details(name) -> list:
     out = [f"{m.name} — {m.description}".rstrip(" —"),
            f"  order {tr.order}; {'symmetric' if tr.symmetric else 'not symmetric'}; {step}",
            f"  integrates: {', '.join(list(tr.integrates) + views) or 'any system'}",
-           f"  preserves: {'; '.join(tr.preserves) or '—'}",
+           f"  preserves: {'; '.join(map(str, tr.preserves)) or '—'}",
+           f"  accepts: {', '.join(sorted(f.label for f in tr.accepts)) if tr.accepts else 'no feature beyond the plain kind' if tr.accepts is not None else 'not declared'}",
            f"  source: {tr.source or '—'}",
            f"  built-in models it accepts: {', '.join(models) or 'none'}"]
     return out
@@ -179,7 +180,8 @@ def _method_details(name) -> list:
 def _accepting(model_name) -> list:
     import dalembert as dl
     from dalembert.systems.kind import methods_for
-    return methods_for(dl.models.get(model_name).system)
+    mdl = dl.models.get(model_name)
+    return methods_for(mdl.system, mdl.state0())
 
 
 @cli.command("list")
@@ -339,10 +341,10 @@ def _method_for(mdl, name):
         raise UnknownNameError(f"--method: unknown method {name!r}{did_you_mean(name, fits)}; methods for "
                                f"{mdl.name}: {', '.join(fits)}, or auto (its default, {mdl.default_method})") from None
     try:
-        resolve(mdl.system, method)
+        resolve(mdl.system, method, mdl.state0())
     except InputError:
         raise InputError(f"--method {method.name} does not integrate {mdl.name} (a {kind_name(mdl.system)} "
-                         f"system); methods that do: {', '.join(methods_for(mdl.system))} (details: "
+                         f"system); methods that do: {', '.join(methods_for(mdl.system, mdl.state0()))} (details: "
                          f"dalembert list --model {mdl.name})") from None
     return method
 

@@ -109,7 +109,7 @@ def convergence(model, method_names, hs, t_final=None, q0=None, v0=None, *, init
     names = list(model.initial_state)
     if len(names) < 2:
         raise InputError(f"{model.name}: convergence compares two state arrays; the state is {names}")
-    arrays = [_array_name(k) for k in names[:2]]
+    arrays = [type(model.system).state_array(k) for k in names[:2]]
     T = float(t_final if t_final is not None else model.default_t_final)
     hs = np.asarray(sorted(hs, reverse=True), float)
     finals = sorted({round(step_count(h, T, 1) * h, 12) for h in hs})
@@ -133,6 +133,3 @@ def convergence(model, method_names, hs, t_final=None, q0=None, v0=None, *, init
         res.orders_v[m.name] = fitted_order(hs, errs[1])
     return res
 
-
-def _array_name(state_name: str) -> str:
-    return state_name[:-1] if state_name.endswith("0") and len(state_name) > 1 else state_name

@@ -39,15 +39,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .solvers import newton_module as newton_mod
-from .methods.base import Scheme, observation_dict
+from .methods.base import Scheme, observation_dict, registry
 
 #: default relative amplitude of the alternating component that triggers the warning
 THRESHOLD = 1e-2
 #: the onset is where the relative amplitude last rose above THRESHOLD·ONSET_FRACTION
 ONSET_FRACTION = 0.1
-#: method families whose trajectories are checked after dl.integrate (their compiled steps
-#: carry the in-loop statistic of :func:`with_sawtooth`)
-CHECKED_FAMILIES = ("gni", "lie-gni", "reduced-gni", "exp-chart")
 #: name of the node array of the in-loop statistic
 AMPLITUDE = "sawtooth_amplitude"
 
@@ -287,9 +284,15 @@ def has_configuration(obs_shapes) -> bool:
     return _configuration(obs_shapes) is not None
 
 
+def monitored_methods() -> list:
+    """Names of the registered methods with the in-loop statistic (:func:`monitored`)."""
+    return [name for name, m in registry().items() if monitored(m)]
+
+
 def monitored(method) -> bool:
-    """Whether ``method`` carries the in-loop period-2 statistic (:data:`CHECKED_FAMILIES`)."""
-    return getattr(getattr(method, "traits", None), "family", "") in CHECKED_FAMILIES
+    """Whether ``method`` carries the in-loop period-2 statistic: a two-step method
+    (``traits.two_step``)."""
+    return bool(getattr(getattr(method, "traits", None), "two_step", False))
 
 
 def detect_parasitic_mode(traj=None, *, q=None, R=None, speed=None, h=None, threshold: float = THRESHOLD,
@@ -386,8 +389,8 @@ def record_warning(metadata: dict, category: type, message: str) -> None:
 
 
 def post_run_checks(traj, method) -> None:
-    """Checks run by :func:`dalembert.integrate` after a run: for the GNI families
-    (:data:`CHECKED_FAMILIES`) a :class:`ParasiticModeWarning` if :func:`detect_parasitic_mode`
+    """Checks run by :func:`dalembert.integrate` after a run: for a two-step method
+    (``traits.two_step``) a :class:`ParasiticModeWarning` if :func:`detect_parasitic_mode`
     finds a growing sawtooth (the report is also stored in ``traj.metadata['parasitic_mode']``, the
     warning in ``traj.metadata['warnings']``).
     Never raises: a monitor must not fail a finished run. A run of more than
@@ -395,8 +398,7 @@ def post_run_checks(traj, method) -> None:
     (:meth:`~dalembert.Trajectory.thinned`; the in-loop statistic sees every step, so the
     thinning coarsens the onset, it does not hide the mode)."""
     try:
-        family = getattr(getattr(method, "traits", None), "family", "")
-        if family not in CHECKED_FAMILIES or len(traj.t) < 8:
+        if not monitored(method) or len(traj.t) < 8:
             return
         md = traj.metadata
         if len(traj) > MAX_CHECK_NODES:         # only what the detector reads

@@ -26,6 +26,7 @@ import numpy as np
 from . import methods as _methods
 from . import models as _models
 from .convergence import fitted_order
+from .declarations import Invariant, Role
 from .errors import InputError
 
 #: allowed |fitted − declared| order for a method of order 2; a method of order p is allowed
@@ -85,25 +86,91 @@ def _relative(values, scale):
     return float(np.max(np.abs(values))) / max(1.0, scale)
 
 
-#: (name, does this preserves-text claim it, measured value from a Trajectory, tolerance)
-PRESERVED_CHECKS = (
-    ("node constraint",
-     lambda text: text.startswith(("node constraint", "A ω_k = 0", "averaged-momentum constraint")),
-     lambda tr: _relative(tr.constraint_residual, float(np.max(np.abs(_velocity(tr))))), 1e-11),
-    ("energy",
-     lambda text: text.startswith(("energy H", "energy ½ωᵀ𝕀ω")),
-     lambda tr: float(np.max(np.abs(tr.energy - tr.energy[0]))) / max(abs(float(tr.energy[0])), 1e-300), 1e-11),
-    ("R ∈ SO(3)",
-     lambda text: "SO(3)" in text,
-     lambda tr: float(np.max(tr.extra["orthogonality_defect"])), 1e-12),
-)
+#: tolerance of each checkable invariant (measured relative values are at 1e-16 … 1e-13 on the
+#: models here; a claim that is false measures O(h^p) ≥ 1e-8 at these steps)
+TOLERANCES = {Invariant.NODE_CONSTRAINT: 1e-11, Invariant.DISCRETE_CONSTRAINT: 1e-11, Invariant.ENERGY: 1e-11,
+              Invariant.ENERGY_BALANCE: 1e-11, Invariant.GROUP_MEMBERSHIP: 1e-12}
 
 
-def _velocity(tr):
-    for name in ("v", "omega", "xdot"):
+class NotMeasurable(Exception):
+    """A checkable claim that this run cannot measure (the array or the system's function it needs
+    is absent); the message says why."""
+
+
+def _velocity_scale(tr, system) -> float:
+    """max |v| of the first velocity array the system's kind declares (the scale of relative
+    constraint residuals; 0 when there is none)."""
+    for name in type(system).arrays_with(Role.VELOCITY, Role.GROUP_VELOCITY):
         if name in tr.fields():
-            return getattr(tr, name)
-    return np.zeros(1)
+            return float(np.max(np.abs(getattr(tr, name))))
+    return 0.0
+
+
+def _node_constraint(claim, tr, system):
+    return _relative(tr.constraint_residual, _velocity_scale(tr, system))
+
+
+def _discrete_constraint(claim, tr, system):
+    import jax
+    import jax.numpy as jnp
+    if not hasattr(system, "constraint_matrix") or "q" not in tr.fields():
+        raise NotMeasurable(f"a {type(system).kinds()[0]} system has no constraint_matrix(q) to evaluate ω_d with")
+    if tr.metadata.get("save_every", 1) != 1:
+        raise NotMeasurable("ω_d needs every step's node (save_every = 1)")
+    omega = claim.discrete_constraint(system)
+    q = jnp.asarray(tr.q)
+    h = float(tr.metadata["h"])
+    res = jax.jit(jax.vmap(lambda a, b: omega(a, b, h)))(q[:-1], q[1:])
+    return _relative(np.asarray(res), _velocity_scale(tr, system))
+
+
+def _energy(claim, tr, system):
+    return float(np.max(np.abs(tr.energy - tr.energy[0]))) / max(abs(float(tr.energy[0])), 1e-300)
+
+
+def _group_membership(claim, tr, system):
+    if "orthogonality_defect" not in tr.fields():
+        raise NotMeasurable("the trajectory has no orthogonality_defect")
+    return float(np.max(tr.extra["orthogonality_defect"]))
+
+
+def _energy_balance(claim, tr, system):
+    if "work" not in tr.fields():
+        raise NotMeasurable("the trajectory has no work array (no forces act)")
+    e = np.asarray(tr.energy)
+    return float(np.max(np.abs(e - e[0] - np.asarray(tr.work)))) / max(abs(float(e[0])), 1e-300)
+
+
+#: how each checkable invariant is measured on a Trajectory (``Invariant.how`` says it in words)
+MEASURES = {Invariant.NODE_CONSTRAINT: _node_constraint, Invariant.DISCRETE_CONSTRAINT: _discrete_constraint,
+            Invariant.ENERGY: _energy, Invariant.GROUP_MEMBERSHIP: _group_membership,
+            Invariant.ENERGY_BALANCE: _energy_balance}
+
+
+def check_claim(claim, tr, system, options: dict) -> tuple:
+    """``(measured, tolerance, ok)`` for a claim measured on a finished run ``tr`` of ``system``
+    with build ``options`` (defaults filled in), or ``(None, reason)`` when it is not checked:
+    proved but not readable from the nodes, its condition does not hold or cannot be decided for
+    this system, it holds with other options, or this run lacks what the measurement needs."""
+    if not claim.invariant.checkable:
+        return None, claim.invariant.how
+    if not claim.checkable:
+        why = "the preserved quantity is not a node array" if not claim.node_quantity else "no node measurement of this form"
+        return None, f"proved, not checked: {why}"
+    if not claim.holds_with(options):
+        return None, f"holds with {', '.join(f'{k}={v!r}' for k, v in claim.options)}: not run here"
+    if claim.condition:
+        holds = claim.holds_for(system) if claim.holds_for is not None else None
+        if holds is None:
+            return None, f"proved for {claim.condition}; not decidable for this system: not checked"
+        if not holds:
+            return None, f"proved for {claim.condition}, which this system is not: not checked"
+    try:
+        value = MEASURES[claim.invariant](claim, tr, system)
+    except NotMeasurable as exc:
+        return None, f"not measurable on this run: {exc}"
+    tol = TOLERANCES[claim.invariant]
+    return value, tol, value <= tol
 
 
 @dataclass
@@ -117,7 +184,8 @@ class Row:
     fitted: float = math.nan
     errors: list = field(default_factory=list)
     array: str = ""
-    preserved: dict = field(default_factory=dict)   # name -> (measured, tolerance, ok)
+    preserved: dict = field(default_factory=dict)   # invariant label -> (measured, tolerance, ok)
+    unchecked: list = field(default_factory=list)   # (claim statement, why it is not checked)
     applicable: bool = True
     reason: str = ""
     seconds: float = 0.0
@@ -140,46 +208,6 @@ def _forms(model) -> dict:
     if model.almost_poisson is not None:
         out["almost-poisson"] = model.almost_poisson
     return out
-
-
-#: methods the test suite runs on the model named here only, unless DALEMBERT_FULL_CONFORMANCE=1
-#: (``python -m dalembert.verification`` always runs every pair): those whose every pair compiles
-#: for 15–60 s (measured on a 2-core machine), and the registered compositions, whose bases run on
-#: every model and which add 1–3 s per pair (each on a different model; every pair passes, as
-#: measured by the full run)
-EXPENSIVE = {"gonzalez-r": "gearbox", "dg-itoh-abe-sym": "gearbox",
-             "nh-rattle-4": "p2-affine", "nh-rattle-6": "chaotic-quartic", "nh-rattle-8": "vertical-rolling-disk",
-             "gni-midpoint-4": "nonholonomic-particle", "dg-gonzalez-4": "gearbox",
-             "dg-gonzalez-6": "vertical-rolling-disk", "dg-avf-4": "chaotic-quartic",
-             "rk8-projected": "nonholonomic-particle", "eps-midpoint-4": "suslov",
-             "eps-midpoint-6": "suslov", "lie-gni-mv-4": "suslov", "lie-gni-mv-6": "suslov",
-             "reduced-gni-4": "p3-reduced"}
-
-#: methods the test suite leaves to the full conformance run: the groupoid GNI and DLA equal the
-#: specialised GNIs and DLA, whose pairs run here, to round-off (tests/unit/test_groupoid.py);
-#: `ferraro2015-fig1` checks groupoid-dla's order on the ball
-FULL_ONLY = ("groupoid-gni", "groupoid-dla")
-
-
-#: models the test suite checks with these methods only, unless DALEMBERT_FULL_CONFORMANCE=1: the
-#: tilting disk (five coordinates, a q-dependent metric in closed form) adds 5–40 s of compilation
-#: per method and repeats what the other q-dependent models check (its SymPy import, equal to it
-#: to round-off, is checked for order 2 with three methods in tests/unit/test_sympy_models.py);
-#: its R² × SO(3) form's lie-gni order is checked against the Euler-angle disk in
-#: tests/unit/test_reduced_system.py (reduced-gni is the same scheme, the exponential chart compiles
-#: for a minute); ``python -m dalembert.verification`` runs every method
-QUICK_MODEL_METHODS = {"tilting-disk": ("gni-midpoint",), "tilting-disk-so3": ()}
-
-
-def in_quick_suite(method: str, model: str) -> bool:
-    """Whether the default test suite runs this pair (see :data:`EXPENSIVE`, :data:`FULL_ONLY`,
-    :data:`QUICK_MODEL_METHODS`)."""
-    import os
-    if os.environ.get("DALEMBERT_FULL_CONFORMANCE", "").strip() == "1":
-        return True
-    if method in FULL_ONLY or (model in QUICK_MODEL_METHODS and method not in QUICK_MODEL_METHODS[model]):
-        return False
-    return method not in EXPENSIVE or model == EXPENSIVE[method]
 
 
 def pairs() -> list:
@@ -213,14 +241,6 @@ def pairs() -> list:
 VIEW_PAIRS = (("dg-gonzalez", "chaplygin-sleigh", "system"),)
 
 
-def _order_arrays(model) -> tuple:
-    """The arrays the order is fitted on (the smallest fitted slope counts)."""
-    names = [k[:-1] for k in model.initial_state]
-    if names == ["R", "omega"]:
-        return ("omega",)
-    return ("x", "R") if names[:2] == ["x", "R"] else ("q",)
-
-
 def check_pair(method_name: str, model_name: str, form: str = "system", hs=None, t_final=None) -> Row:
     """Run and check one pair (see module doc)."""
     from .engine import integrate
@@ -243,7 +263,7 @@ def check_pair(method_name: str, model_name: str, form: str = "system", hs=None,
         T = h0 * max(2, math.ceil(T / h0 - 1e-9))              # a whole number of the coarsest steps
     T = float(t_final if t_final is not None else T)
     hs = np.asarray(hs if hs is not None else (h0, h0 / 2, h0 / 4), float)
-    arrays = _order_arrays(model)
+    arrays = type(model.system).order_arrays
     row.array = ", ".join(arrays)
     t0 = time.perf_counter()
     runs = []
@@ -269,14 +289,14 @@ def check_pair(method_name: str, model_name: str, form: str = "system", hs=None,
                       f"resolved exactly at these steps, no order to fit")
         return row
     finest = runs[-1]
-    for text in method.traits.preserves:
-        for name, claims, measure, tol in PRESERVED_CHECKS:
-            if claims(text) and name not in row.preserved:
-                try:
-                    value = measure(finest)
-                except KeyError:
-                    continue
-                row.preserved[name] = (value, tol, value <= tol)
+    defaults = method.options() or {}
+    for claim in method.traits.preserves:
+        label = claim.invariant.label
+        result = check_claim(claim, finest, system, defaults)
+        if result[0] is None:
+            row.unchecked.append((claim.statement, result[1]))
+        elif label not in row.preserved or not result[2]:
+            row.preserved[label] = result
     row.seconds = time.perf_counter() - t0
     return row
 

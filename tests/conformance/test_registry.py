@@ -3,6 +3,8 @@ against ``traits.order`` (± 0.15) and each checkable property in ``traits.prese
 (:mod:`dalembert.verification`). A new method or model is tested by registering it."""
 import pytest
 
+from conformance_policy import in_quick_suite
+
 from dalembert import verification as v
 
 PAIRS = v.pairs()
@@ -10,8 +12,8 @@ PAIRS = v.pairs()
 
 @pytest.mark.parametrize("method,model,form", PAIRS, ids=[f"{m}|{mo}|{f}" for m, mo, f in PAIRS])
 def test_declared_order_and_preserved_properties(method, model, form):
-    if not v.in_quick_suite(method, model):
-        pytest.skip(f"{method} on {model} is not in the quick suite (see verification.EXPENSIVE and "
+    if not in_quick_suite(method, model):
+        pytest.skip(f"{method} on {model} is not in the quick suite (see conformance_policy.EXPENSIVE and "
                     "QUICK_MODEL_METHODS); "
                     "DALEMBERT_FULL_CONFORMANCE=1 or `python -m dalembert.verification` runs every model")
     row = v.check_pair(method, model, form)

@@ -94,7 +94,7 @@ def test_energy_exact_and_constraints(variant):
     else:
         assert float(r["node"]) <= 1e-14 * scale     # item 10: A(q_k) p_k = 0
         assert float(r["discrete"]) <= 1e-14 * scale
-    assert any("energy" in p for p in dl.methods.get(VARIANTS[variant][0]).traits.preserves)
+    assert dl.Invariant.ENERGY in dl.methods.get(VARIANTS[variant][0]).traits.invariants()
 
 
 def test_gonzalez_r_is_the_analytic_adapted_gonzalez_step():

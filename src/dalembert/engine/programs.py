@@ -44,7 +44,7 @@ def view_of(system, method, state0) -> tuple:
     itself and the identity, or the registered view anchored at ``state0`` (concrete arrays).
 
     Raises InputError for an incompatible kind (:func:`dalembert.systems.kind.resolve`)."""
-    view = resolve(system, method)
+    view = resolve(system, method, state0)
     if view is None:
         return system, _identity
     target = view.system(system, *state0)
@@ -59,8 +59,8 @@ def bind(system, method, state0, options: dict) -> Bound:
     another kind); ``state0``: one validated initial state of ``system`` (concrete arrays; a view
     may anchor on it, and ``build`` reads its shapes).
 
-    Raises InputError: an incompatible kind (before anything is traced), an unknown option, a
-    method that fails on a system whose kind it does not declare.
+    Raises InputError: an incompatible kind or a feature the method does not accept (before
+    anything is traced), an option the method does not declare (:meth:`Method.options`).
     """
     target, convert = view_of(system, method, state0)
     if target is system:
@@ -71,16 +71,8 @@ def bind(system, method, state0, options: dict) -> Bound:
     engine = {k: options[k] for k in ENGINE_OPTIONS if k in options}
     options = {k: v for k, v in options.items() if k not in ENGINE_OPTIONS}
     every, on_parasitic = _engine_options(engine)
-    try:
-        scheme = method.build(target, x0, **options)
-    except TypeError as exc:
-        if "unexpected keyword" in str(exc):
-            raise InputError(f"{method.name}: unknown option ({exc}); initial-state names of "
-                             f"{system.name}: {', '.join(system.state_names)}") from None
-        raise
-    except AttributeError as exc:  # a method that declares no kinds, given one it cannot take
-        raise InputError(f"method {method.name!r} cannot integrate a {type(system).__name__} "
-                         f"({exc}); `dalembert list` shows the kinds each method integrates") from None
+    check_options(method, system, options)
+    scheme = method.build(target, x0, **options)
     if monitors.monitored(method):
         h = jax.ShapeDtypeStruct((), jnp.float64)
         obs = jax.eval_shape(lambda s, hh: scheme.observe(scheme.init(*convert(*s), hh), hh),
@@ -89,13 +81,27 @@ def bind(system, method, state0, options: dict) -> Bound:
             scheme = monitors.with_sawtooth(scheme, monitors.THRESHOLD if on_parasitic == "stop" else None,
                                             getattr(target, "group", None))
     elif on_parasitic == "stop":
-        raise InputError(f"on_parasitic='stop': {method.name} has no parasitic-mode monitor (the two-step "
-                         f"families have: {', '.join(sorted(monitors.CHECKED_FAMILIES))})")
+        raise InputError(f"on_parasitic='stop': {method.name} has no parasitic-mode monitor (only the "
+                         f"two-step methods have one: {', '.join(monitors.monitored_methods())})")
     if every:
         scheme = loop.with_checks(scheme, target, every)
     if method.traits.implicit and not method.traits.explicit_when:
         scheme = dataclasses.replace(scheme, never_explicit=True)
     return Bound(target, scheme, convert)
+
+
+def check_options(method, system, options: dict) -> None:
+    """Raise InputError naming the options in ``options`` that ``method`` does not declare
+    (:meth:`~dalembert.methods.base.Method.options`), with those it does and the initial-state
+    names of ``system`` (a mistyped state name lands here)."""
+    declared = method.options()
+    if declared is None:
+        return
+    unknown = sorted(set(options) - set(declared))
+    if unknown:
+        raise InputError(f"{method.name}: unknown option{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join(unknown)}; its options: {', '.join(declared) or 'none'}; initial-state "
+                         f"names of {system.name}: {', '.join(system.state_names)}")
 
 
 #: Options that the engine takes (not the method's ``build``), given with the build options:

@@ -19,7 +19,7 @@ from ..trajectory import Trajectory
 from . import loop
 from . import stream as stream_mod
 from ..systems.kind import kind_name, resolve
-from .programs import bind, options_key, single_run_programs, view_of
+from .programs import bind, check_options, options_key, single_run_programs, view_of
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,6 +183,7 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
     names, state_in = split_initial_state(system, kwargs)
     options = kwargs
     x0s = tuple(np.asarray(x, np.float64) for x in system.check_initial_state(*state_in, project=project))
+    resolve(system, method, x0s)                  # features the method does not take: before tracing
     n_steps = loop.step_count(h, t_final, save_every)
     md = run_metadata(system, method, h, n_steps, save_every, options,
                       **{name: x.tolist() for name, x in zip(names, x0s)})
@@ -249,6 +250,7 @@ def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
 
 def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options):
     target, convert = view_of(system, method, x0s)
+    check_options(method, system, options)
     x0s = tuple(np.asarray(a) for a in convert(*x0s))
     t = loop.node_times(h, n_steps, save_every, n_steps // save_every + 2)
     t0 = time.perf_counter()

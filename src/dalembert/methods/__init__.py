@@ -42,7 +42,17 @@ __doc__ += "\nRegistered methods (name: order, family; kinds integrated):\n\n" +
     f"* ``{name}``: order {t.order}, {t.family}; {', '.join(t.integrates)}"
     for name, t in available().items()) + "\n"
 
-__all__ = [
+def accepting(system, state0=None) -> list:
+    """Names of the registered methods that integrate ``system`` — its kind, directly or through a
+    registered view, and every feature it has (``system.features()`` against ``traits.accepts``);
+    ``state0``: one initial state (in ``system.state_names`` order), where a feature needs one to be
+    decided (whether a callable metric depends on q). The same list ``dalembert list --model X``
+    prints and a refusal names."""
+    from ..systems.kind import methods_for
+    return methods_for(system, state0)
+
+
+__all__ = ["accepting",
     "compose", "COEFFICIENTS",
     "Method", "Traits", "Scheme", "StepInfo", "Observation", "available", "get", "register",
     "registry", "GNI", "gni", "DLA", "Composition", "Reference", "DiscreteLagrangian",

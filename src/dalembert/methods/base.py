@@ -16,11 +16,13 @@ any other kind before ``build`` runs (:func:`dalembert.systems.kind.resolve`).
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
 import jax.numpy as jnp
 
+from ..declarations import Claim, Feature
 from ..errors import UnknownNameError, did_you_mean
 
 
@@ -157,14 +159,28 @@ class Traits:
     order : global order of accuracy (in q and in the reported v).
     symmetric : time-symmetric (self-adjoint) for symmetric discrete Lagrangians.
     implicit : needs a nonlinear solve in general (see ``explicit_when``).
-    explicit_when : condition under which the step is explicit ('' if never / always).
-    preserves : the structure it keeps exactly (to round-off).
+    preserves : the structure it keeps exactly (to round-off): a tuple of
+        :class:`~dalembert.declarations.Claim` (an :class:`~dalembert.declarations.Invariant`
+        with its formula, source and condition).
     node_velocity : what the method reports as v_k.
     source : paper and equation.
     family : method family (module).
+    explicit_when : condition under which the step is explicit ('' if never / always).
     integrates : the system kinds it integrates (``SystemKind.kind`` names, e.g.
         ``("nonholonomic",)``); other kinds reach it only through a registered view
         (:mod:`dalembert.systems.kind`). Empty: not declared (the system is passed as it is).
+    accepts : the system features (:class:`~dalembert.declarations.Feature`) it integrates; a
+        system with any other feature is refused before anything is traced
+        (:func:`dalembert.methods.resolve`). None: not declared (no feature is checked; a user's
+        own Method).
+    two_step : its state is a two-step map (q_k, p⁺_k) with a parasitic period-2 mode, which the
+        engine monitors (:mod:`dalembert.monitors`).
+    self_adjoint : its step, as a map of its state, is self-adjoint (Φ_{−h} = Φ_h⁻¹), so that
+        symmetric compositions raise its order (:func:`~dalembert.methods.compose`). Default:
+        symmetric and not two-step.
+
+    Raises TypeError when ``preserves`` holds anything but Claims or ``accepts`` anything but
+    Features.
     """
 
     order: int
@@ -176,13 +192,34 @@ class Traits:
     family: str = ""
     explicit_when: str = ""
     integrates: tuple = ()
+    accepts: frozenset | None = None
+    two_step: bool = False
+    self_adjoint: bool | None = None
+
+    def __post_init__(self):
+        bad = [p for p in self.preserves if not isinstance(p, Claim)]
+        if bad:
+            raise TypeError(f"Traits.preserves holds dalembert.declarations.Claim objects; got {bad[0]!r}")
+        if self.accepts is not None:
+            object.__setattr__(self, "accepts", frozenset(self.accepts))
+            bad = [f for f in self.accepts if not isinstance(f, Feature)]
+            if bad:
+                raise TypeError(f"Traits.accepts holds dalembert.declarations.Feature members; got {bad[0]!r}")
+        if self.self_adjoint is None:
+            object.__setattr__(self, "self_adjoint", bool(self.symmetric and not self.two_step))
+
+    def invariants(self) -> tuple:
+        """The invariants of :attr:`preserves`, in order, each once."""
+        return tuple(dict.fromkeys(c.invariant for c in self.preserves))
 
     def as_dict(self) -> dict:
         return {
             "order": self.order, "symmetric": self.symmetric, "implicit": self.implicit,
-            "explicit_when": self.explicit_when, "preserves": list(self.preserves),
+            "explicit_when": self.explicit_when, "preserves": [c.as_dict() for c in self.preserves],
             "node_velocity": self.node_velocity, "source": self.source, "family": self.family,
             "integrates": list(self.integrates),
+            "accepts": None if self.accepts is None else sorted(f.label for f in self.accepts),
+            "two_step": self.two_step, "self_adjoint": self.self_adjoint,
         }
 
 
@@ -201,6 +238,15 @@ class Method:
 
     def build(self, system, q0) -> Scheme:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def options(self) -> dict | None:
+        """The build options it takes, ``{name: default}``: the keyword-only parameters of
+        :meth:`build` (the engine checks a run's options against them before ``build`` runs);
+        None when ``build`` takes ``**options`` (not declared: nothing is checked)."""
+        params = inspect.signature(self.build).parameters.values()
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return None
+        return {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY}
 
     def __repr__(self):
         return f"<method {self.name}: order {self.traits.order}, {self.traits.family}>"

@@ -49,8 +49,10 @@ import jax
 import jax.numpy as jnp
 
 from .. import linalg
+from ..declarations import Claim, Invariant
 from ..errors import InputError
 from ..solvers.newton import MAX_ITER, RTOL, newton
+from .discrete_constraints import midpoint_constraint
 from .base import Method, MomentumState, Scheme, StepInfo, Traits, momentum_init, momentum_observe
 
 _SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.1 (comparison methods, "
@@ -66,15 +68,6 @@ class DLAState(NamedTuple):
     d: Any
 
 
-def _check_system(system, q0, name):
-    if system.is_affine:
-        raise InputError(f"{name}: affine constraints are not supported (Celledoni et al. 2019 compare "
-                         "these methods on linear constraints only)")
-    if not system.constant_metric(jnp.asarray(q0)):
-        raise InputError(f"{name} supports a constant mass matrix only (the reconstructed forms, G = I, "
-                         "extended to constant G); for a q-dependent G use dla-midpoint, gni-midpoint or gonzalez-r")
-
-
 def _impulse_guess(system, f, mu, pstar):
     """hλ that makes μ G⁻¹(p* + μᵀhλ) = 0 with μ frozen: −C⁻¹ μG⁻¹p*, C = μG⁻¹μᵀ."""
     C = linalg.mm(mu, f.solve(mu.T))
@@ -86,7 +79,6 @@ class SIDLA(Method):
     """SI-DLA (see module doc). Build options: rtol, max_iter (Newton on the impulse)."""
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
-        _check_system(system, q0, self.name)
         factor_fn = system.factor_metric
         f = factor_fn(q0)
 
@@ -118,7 +110,6 @@ class IDLA(Method):
 
     def build(self, system, q0, *, constraint: str = "discrete", rtol: float = RTOL,
               max_iter: int = MAX_ITER) -> Scheme:
-        _check_system(system, q0, self.name)
         if constraint not in ("discrete", "endpoint"):
             raise InputError(f"{self.name}: constraint must be 'discrete' or 'endpoint'; got {constraint!r}")
         factor_fn = system.factor_metric
@@ -176,7 +167,6 @@ class SparkLobatto2(Method):
     """2-stage Lobatto IIIA–B SPARK (see module doc). Build options: rtol, max_iter."""
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
-        _check_system(system, q0, self.name)
         factor_fn = system.factor_metric
         f = factor_fn(q0)
 
@@ -207,6 +197,7 @@ class SparkLobatto2(Method):
 def _traits(preserves, node_velocity, source, explicit_when=""):
     return Traits(order=2, symmetric=True, implicit=True, preserves=preserves,
                   node_velocity=node_velocity, source=source, family="comparison", integrates=("nonholonomic",),
+                  accepts=frozenset(),
                   explicit_when=explicit_when)
 
 
@@ -215,7 +206,7 @@ def _methods():
         SIDLA(
             name="si-dla",
             traits=_traits(
-                ("node constraint μ(q_k) G⁻¹p_k = 0",),
+                (Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = 0"),),
                 "v_k = G⁻¹p_k (on the constraint)",
                 f"{_SOURCE}; McLachlan–Perlmutter 2006 eq. (4.18); constant G, linear constraints",
                 "one Newton iteration when μ(q1) does not depend on the coordinates the impulse moves"),
@@ -223,8 +214,10 @@ def _methods():
         IDLA(
             name="i-dla",
             traits=_traits(
-                ("discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (default); node constraint with "
-                 "constraint='endpoint'",),
+                (Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (default)",
+                       options=(("constraint", "discrete"),), discrete_constraint=midpoint_constraint),
+                 Claim(Invariant.NODE_CONSTRAINT, "node constraint with constraint='endpoint'",
+                       options=(("constraint", "endpoint"),))),
                 "v_k = G⁻¹P*p_k, the projected node momentum (default; raw p_k in traj.p); "
                 "v_k = G⁻¹p_k with constraint='endpoint'",
                 f"{_SOURCE}; classical DLA with the midpoint L_d and the endpoint "
@@ -233,7 +226,7 @@ def _methods():
         SparkLobatto2(
             name="spark-lobatto2",
             traits=_traits(
-                ("node constraint μ(q_k) G⁻¹p_k = 0",),
+                (Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = 0"),),
                 "v_k = G⁻¹p_k (on the constraint)",
                 f"{_SOURCE}; Jay 2003 (BIT 43:93) 2-stage Lobatto IIIA–B SPARK; constant G, "
                 "linear constraints",

@@ -36,6 +36,13 @@ class Composition(Method):
     stages: tuple = ()
     observe_last: bool = False
 
+    def options(self) -> dict | None:
+        """The options every stage takes (each stage is built with them)."""
+        per_stage = [m.options() for m, _ in self.stages]
+        if not per_stage or any(o is None for o in per_stage):
+            return None
+        return {k: v for k, v in per_stage[0].items() if all(k in o for o in per_stage)}
+
     def build(self, system, q0, **options) -> Scheme:
         built = [(m.build(system, q0, **options), float(c)) for m, c in self.stages]
         h_obs = built[-1][1] if self.observe_last else 0.5 * (built[0][1] + built[-1][1])
@@ -130,14 +137,6 @@ COEFFICIENTS = {
     "kahan-li-8": (8, _palindrome(_KAHAN_LI_8), "Kahan–Li 1997 s17odr8a"),
 }
 
-#: Families whose step, as a map of the method's state, is not self-adjoint even when the method
-#: is symmetric: the two-step GNI family's state (q_k, p⁺_k) steps by a reflection then a
-#: symplectic map, whose inverse is not the step with −h (measured: the triple jump of
-#: ``nh-rattle`` stays of order 2 on the gearbox). Their one-impulse forms on D* (families
-#: ``gni-symmetric``, ``lie-gni-symmetric``, ``reduced-gni-symmetric``) are self-adjoint.
-NOT_SELF_ADJOINT = ("gni", "lie-gni", "reduced-gni", "exp-chart")
-
-
 def compose(base, coefficients="triple-jump-4", name: str | None = None,
             order: int | None = None) -> Composition:
     """A symmetric composition Φ_{γ_s h} ∘ … ∘ Φ_{γ_1 h} of a symmetric one-step method Φ.
@@ -147,7 +146,9 @@ def compose(base, coefficients="triple-jump-4", name: str | None = None,
     base : a registered name or Method: symmetric (``traits.symmetric``), of order 2, whose
         state steps as a self-adjoint map (Φ_{−h} = Φ_h⁻¹): the one-step families (the discrete
         gradients, ``implicit-midpoint``, the GNIs' D* forms ``nh-rattle-sym``, ``lie-gni-mv-sym``,
-        ``reduced-gni-sym``, …), not the two-step GNI families (:data:`NOT_SELF_ADJOINT`).
+        ``reduced-gni-sym``, …), not the two-step GNI families (``traits.self_adjoint`` False:
+        their state (q_k, p⁺_k) steps by a reflection then a symplectic map, whose inverse is not
+        the step with −h, so the triple jump of ``nh-rattle`` stays of order 2).
     coefficients : a name of :data:`COEFFICIENTS` (``"triple-jump-4"``, ``"suzuki-4"``: order 4;
         ``"yoshida-6"``, ``"kahan-li-6"``: order 6; ``"mclachlan-8"``, ``"kahan-li-8"``: order 8)
         or a palindromic sequence of fractions of h summing to 1.
@@ -176,7 +177,7 @@ def compose(base, coefficients="triple-jump-4", name: str | None = None,
     if not tr.symmetric:
         raise InputError(f"compose: {base.name} is not symmetric; a symmetric composition raises the order "
                          f"of a symmetric (self-adjoint) method only")
-    if tr.family in NOT_SELF_ADJOINT:
+    if not tr.self_adjoint:
         raise InputError(f"compose: {base.name} ({tr.family} family) steps its state (q, p⁺) by a reflection "
                          f"then a symplectic map, which is not a self-adjoint map, so its compositions keep "
                          f"order 2; compose its self-adjoint one-step form instead (nh-rattle-sym, gni-midpoint-sym, "

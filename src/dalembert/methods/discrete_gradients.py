@@ -37,11 +37,13 @@ import numpy as np
 from jax import lax
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from ..solvers import newton_module as newton_mod
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from ..systems.almost_poisson import DEGENERACY_TOL, AlmostPoissonSystem
 from ..systems.reduction import NonholonomicReduction
+from .discrete_constraints import midpoint_constraint
 from .base import Method, Scheme, StepInfo, Traits
 
 #: Default number of Gauss–Legendre nodes of the AVF discrete gradient (our measurement, the paper does
@@ -367,13 +369,15 @@ class DiscreteGradientMethod(Method):
 
 
 def _traits(order, symmetric, dg_name, source, energy=True):
-    preserves = (("energy H (exactly, by the discrete-gradient identity (10a))",) if energy else ()) + (
-        "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (reduced form, Remark 3.3)",
-        "node constraint μ(q_k) v_k = 0 (v_k = X g_D⁻¹ ρ_k, reduced form)")
+    preserves = ((Claim(Invariant.ENERGY, "energy H (exactly, by the discrete-gradient identity (10a))"),)
+                 if energy else ()) + (
+        Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (reduced form, Remark 3.3)",
+              discrete_constraint=midpoint_constraint),
+        Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) v_k = 0 (v_k = X g_D⁻¹ ρ_k, reduced form)"))
     return Traits(order=order, symmetric=symmetric, implicit=True, preserves=preserves,
                   node_velocity="v_k = X(q_k) g_D(q_k)⁻¹ ρ_k (16a), from the reduced state ζ_k = (q_k, ρ_k)",
                   source=f"{_SOURCE}, {source}", family="discrete-gradients",
-                  integrates=("almost-poisson",))
+                  integrates=("almost-poisson",), accepts={Feature.CONFIGURATION_METRIC})
 
 
 def _methods():

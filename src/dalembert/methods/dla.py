@@ -17,34 +17,18 @@ to the interval [t_k, t_{k+1}]). What DLA keeps exactly is the discrete constrai
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .base import Method, Observation, Scheme, StepInfo, Traits
+from .discrete_constraints import left_point_constraint, midpoint_constraint
 from .gni import GNIState, startup_init, reflection_coefficients
-
-
-def midpoint_constraint(system) -> Callable:
-    """ω_d(q0, q1, h) = μ(q̄)(q1 − q0)/h − ν(q̄), q̄ = (q0 + q1)/2: shape (m,)."""
-    def omega(q0, q1, h):
-        qm = 0.5 * (q0 + q1)
-        return linalg.mv(system.constraint_matrix(qm), q1 - q0) / h - system.constraint_rhs(qm)
-    return omega
-
-
-def left_point_constraint(system) -> Callable:
-    """ω_d(q0, q1, h) = μ(q0)(q1 − q0)/h − ν(q0): the left-point ("bad") discrete constraint of
-    Ferraro–Iglesias–Martín de Diego 2008 Example 3 (the paper's "(x2 − x1) sin θ1 − (y2 − y1) cos θ1
-    = 0"); shape (m,). Consistent, but its error is 1–2 orders larger than the midpoint one (the
-    paper's claim on Fig. 5)."""
-    def omega(q0, q1, h):
-        return linalg.mv(system.constraint_matrix(q0), q1 - q0) / h - system.constraint_rhs(q0)
-    return omega
 
 
 def dla_variant(name: str, discrete_constraint, discrete_lagrangian=None, order: int = 2,
@@ -55,7 +39,10 @@ def dla_variant(name: str, discrete_constraint, discrete_lagrangian=None, order:
     from .base import Traits
     return DLA(name=name, traits=Traits(
         order=order, symmetric=False, implicit=True,
-        preserves=(f"discrete constraint {getattr(discrete_constraint, '__name__', 'ω_d')} = 0",),
+        preserves=(Claim(Invariant.DISCRETE_CONSTRAINT,
+                         f"discrete constraint {getattr(discrete_constraint, '__name__', 'ω_d')} = 0",
+                         discrete_constraint=discrete_constraint),),
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
         node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
         source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 (2008) "
                "§5, Example 3 (the \"bad\" discrete constraint)", family="dla",
@@ -119,7 +106,9 @@ METHODS = (
     DLA(name="dla-midpoint",
         traits=Traits(
             order=2, symmetric=True, implicit=True,
-            preserves=("discrete constraint μ(q̄)(q_{k+1}−q_k)/h = ν(q̄)",),
+            preserves=(Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint μ(q̄)(q_{k+1}−q_k)/h = ν(q̄)",
+                             discrete_constraint=midpoint_constraint),),
+            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
             node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
             source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 "
                    "(2008) §5 (midpoint L_d and midpoint discrete constraint)",

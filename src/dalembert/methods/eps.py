@@ -64,6 +64,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from ..lie import get_retraction, so3
 from ..solvers.newton import MAX_ITER, RTOL, newton
@@ -79,13 +80,6 @@ class EPSState(NamedTuple):
     R: Any
     omega: Any
     lam: Any
-
-
-def _check_system(system, method_name, needs_quadratic=False):
-    if needs_quadratic and not is_quadratic(system):
-        raise InputError(f"method {method_name!r} needs a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω "
-                         f"(its equations use the constant inertia 𝕀); system {system.name!r} has a "
-                         f"non-quadratic l. Use dreps-euler, dreps-rk4 or eps-variational")
 
 
 def is_quadratic(system):
@@ -149,7 +143,6 @@ class DREPS(Method):
 
     def build(self, system, x0=None, *, retraction="cayley", reconstruction="midpoint",
               multiplier="node") -> Scheme:
-        _check_system(system, self.name)
         tau = _retraction(system, retraction)
         recon = _reconstruct(tau, reconstruction, system)
         phi = {"euler": euler_step, "rk4": rk4_step}[self.one_step]
@@ -200,7 +193,6 @@ class EPSMidpoint(Method):
 
     def build(self, system, x0=None, *, retraction="cayley", reconstruction="midpoint",
               multiplier="node", rtol=RTOL, max_iter=MAX_ITER) -> Scheme:
-        _check_system(system, self.name, needs_quadratic=True)
         tau = _retraction(system, retraction)
         recon = _reconstruct(tau, reconstruction, system)
         if multiplier not in ("node", "discrete"):
@@ -258,7 +250,6 @@ class EPSVariational(Method):
 
     def build(self, system, x0=None, *, retraction="cayley", reconstruction="left",
               multiplier="consistent", rtol=RTOL, max_iter=MAX_ITER) -> Scheme:
-        _check_system(system, self.name)
         tau = _retraction(system, retraction)
         recon = _reconstruct(tau, reconstruction, system)
         if multiplier not in ("consistent", "paper59"):
@@ -335,13 +326,18 @@ def group_deps_residual(system, W0, W1, h):
     return -skew2(so3.matmul(G1, so3.transpose(W1))) + skew2(so3.matmul(so3.transpose(W0), G0))
 
 
-def eps_traits(order, symmetric, implicit, preserves, node_velocity, source):
+#: every feature of an EulerPoincareSuslovSystem: any matrix Lie group, any l, any inertia
+EPS_FEATURES = frozenset({Feature.GROUP_NOT_SO3, Feature.NON_QUADRATIC_LAGRANGIAN, Feature.NON_SYMMETRIC_INERTIA})
+
+
+def eps_traits(order, symmetric, implicit, preserves, node_velocity, source, accepts=EPS_FEATURES):
     return Traits(order=order, symmetric=symmetric, implicit=implicit, preserves=preserves,
                   node_velocity=node_velocity, source=source, family="eps",
-                  integrates=("euler-poincare-suslov",))
+                  integrates=("euler-poincare-suslov",), accepts=accepts)
 
 
-_GROUP = ("R_k ∈ SO(3) (Cayley/exp reconstruction, (40))", "A ω_k = 0 (reduced constraint)")
+_GROUP = (Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) (Cayley/exp reconstruction, (40))"),
+          Claim(Invariant.NODE_CONSTRAINT, "A ω_k = 0 (reduced constraint)"))
 
 
 _NODE = "ω_k at t_k (A ω_k = 0 to round-off); R_k from the reconstruction; lam: see module doc"
@@ -371,15 +367,15 @@ dreps_rk4 = DREPS(
 
 eps_midpoint = EPSMidpoint(
     name="eps-midpoint",
-    traits=eps_traits(2, True, True, _GROUP + ("energy ½ωᵀ𝕀ω (to the Newton tolerance)",), _NODE,
+    traits=eps_traits(2, True, True, _GROUP + (Claim(Invariant.ENERGY, "energy ½ωᵀ𝕀ω (to the Newton tolerance)"),), _NODE,
                       f"{_PAPER}, §6.2 'DREPS midpoint rule', Figs 1–2; order (2,2) "
-                      "(erratum E4)"),
+                      "(erratum E4)", accepts=EPS_FEATURES - {Feature.NON_QUADRATIC_LAGRANGIAN}),
     description="Implicit midpoint rule for the EPS equations: exact energy, λ_{k+1} = λ(ω_{k+1})."
                 + _RECON)
 
 eps_variational = EPSVariational(
     name="eps-variational",
-    traits=eps_traits(2, True, True, _GROUP + ("discrete constraint: W_k = τ(hω_k) ∈ 𝒮 (Prop 5.2)",),
+    traits=eps_traits(2, True, True, _GROUP + (Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint: W_k = τ(hω_k) ∈ 𝒮 (Prop 5.2)"),),
                       _NODE + " (ω_k ≈ interval-average velocity, erratum E15)",
                       f"{_PAPER}, (56), (58); multiplier (59) ('paper59') or corrected (erratum E1, "
                       f"'consistent', default); Prop 6.2"),

@@ -53,6 +53,7 @@ import numpy as np
 from jax import lax
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from ..lie import so3
 from ..solvers.newton import MAX_ITER, RTOL
@@ -227,13 +228,15 @@ exp_chart_gni = ExpChartGNI(
     name="gni-exp-chart",
     traits=Traits(
         order=1, symmetric=False, implicit=True,
-        preserves=("node constraint μ̃(x_k, R_k)(ẋ_k, ξ_k) = ν̃ (averaged momentum, affine GNI (27b))",
-                   "R_k = exp(ρ̂_k) ∈ SO(3) exactly"),
+        preserves=(Claim(Invariant.NODE_CONSTRAINT,
+                         "node constraint μ̃(x_k, R_k)(ẋ_k, ξ_k) = ν̃ (averaged momentum, affine GNI (27b))"),
+                   Claim(Invariant.GROUP_MEMBERSHIP, "R_k = exp(ρ̂_k) ∈ SO(3) exactly")),
         node_velocity="(ẋ_k, ξ_k = A(ρ_k)ρ̇_k) from G⁻¹p̄_k, p̄_k = P*p⁺_k + Q*Π (the averaged chart momentum)",
         source=(f"{_PUB}, §7.4.2 (unreduced affine GNI in exponential coordinates, Euler-A L_d); "
                 "chart re-centring ρ ↦ ρ(1 − 2π/|ρ|) at |ρ| > π + 0.5 with covector transport "
                 "(ours, not in the paper; energy jumps O(h) at re-centrings)"),
-        family="exp-chart", integrates=("reduced",)),
+        family="exp-chart", integrates=("reduced",), two_step=True,
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.ATTITUDE_POTENTIAL}),
     description="Unreduced affine GNI (Euler-A L_d) of a left-trivialised R^n×SO(3) system in "
                 "exponential coordinates, with chart re-centring; first order.",
     discrete_lagrangian=dls.euler_a)

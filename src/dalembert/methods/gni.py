@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL
 from . import discrete_lagrangians as dls
 from .base import (Method, Observation, Scheme, Traits, compensated_add, explicit_info,
@@ -250,8 +251,10 @@ def gni(discrete_lagrangian, name: str = "gni-custom", order: int = 2, symmetric
 def _gni_traits(order, symmetric, source, explicit_when):
     return Traits(
         order=order, symmetric=symmetric, implicit=True, explicit_when=explicit_when,
-        preserves=("node constraint μ(q_k) v_k = ν(q_k) (averaged momentum)",
-                   "nonholonomic momentum of horizontal symmetries (G-invariant L_d)"),
+        preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) v_k = ν(q_k) (averaged momentum)"),
+                   Claim(Invariant.MOMENTUM_MAP,
+                         "nonholonomic momentum of horizontal symmetries (G-invariant L_d)")),
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC}, two_step=True,
         node_velocity="G⁻¹ p̄_k, p̄_k = (p⁺_k + p⁻_k)/2 = P*p⁺_k + Q*Π (the averaged momentum)",
         source=source, family="gni", integrates=("nonholonomic",))
 

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from .. import linalg
+from ..declarations import Feature
 from .base import Method, Scheme, Traits, explicit_info
 from .gni import constraint_split
 
@@ -97,5 +98,6 @@ naive_composition = NaiveLeapfrogComposition(
     traits=Traits(order=1, symmetric=False, implicit=False,
                   source="Ferraro–Jiménez–Martín de Diego 2015, Remark 5.5 (erratum E5, docs/theory/ferraro2015.md#e5: "
                          "the naive staggered composition is first order)",
-                  family="gni", integrates=("nonholonomic",)),
+                  family="gni", integrates=("nonholonomic",), two_step=True,
+                  accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC}),
     description="F_A(h/2) ∘ F_B(h/2) in the staggered variables (first order; a counter-example).")

@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, multiplier_init,
@@ -142,7 +143,8 @@ _SRC = ("Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, (9a)/(
 def _traits(source, explicit_when=""):
     return Traits(
         order=2, symmetric=True, implicit=True, explicit_when=explicit_when,
-        preserves=("node constraint μ(q_k) G⁻¹p_k = ν(q_k)",),
+        preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = ν(q_k)"),),
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
         node_velocity="v_k = G⁻¹p_k (on the constraint)", source=source,
         family="gni-symmetric", integrates=("nonholonomic",))
 

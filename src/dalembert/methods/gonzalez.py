@@ -32,21 +32,17 @@ import jax
 import jax.numpy as jnp
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from ..solvers import newton_module as newton_mod
 from ..systems.almost_poisson import DEGENERACY_TOL
 from ..systems.reduction import HouseholderFrame, reduced_form
 from .base import Method, MomentumState, Scheme, StepInfo, Traits, momentum_init, momentum_observe
+from .discrete_constraints import midpoint_constraint
 from .discrete_gradients import gonzalez
 
 _SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019"
-
-
-def _check_system(system, name):
-    if system.is_affine:
-        raise InputError(f"{name}: affine constraints are not supported (Celledoni et al. 2019 treat "
-                         "linear constraints)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,7 +50,6 @@ class GonzalezF(Method):
     """GONZALEZ-F, scheme (15) (see module doc). Build options: rtol, max_iter (Newton)."""
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
-        _check_system(system, self.name)
         n = jnp.asarray(q0).shape[0]
 
         def H(z):
@@ -106,7 +101,6 @@ class GonzalezR(Method):
 
     def build(self, system, q0, *, basis_derivative: str = "autodiff", rtol: float = RTOL,
               max_iter: int = MAX_ITER) -> Scheme:
-        _check_system(system, self.name)
         if basis_derivative not in ("autodiff", "fd"):
             raise InputError(f"basis_derivative must be 'autodiff' or 'fd'; got {basis_derivative!r}")
         n = jnp.asarray(q0).shape[0]
@@ -151,7 +145,8 @@ def _methods():
             name="gonzalez-f",
             traits=Traits(
                 order=2, symmetric=True, implicit=True,
-                preserves=("energy H(q, p) (exactly, Gonzalez discrete gradient)",),
+                preserves=(Claim(Invariant.ENERGY, "energy H(q, p) (exactly, Gonzalez discrete gradient)"),),
+                accepts={Feature.CONFIGURATION_METRIC},
                 node_velocity="v_k = G⁻¹p_k (does NOT satisfy the constraint: it drifts)",
                 source=f"{_SOURCE}, (15) with the Gonzalez DG (12); q̄ the midpoint "
                        "(erratum E7, docs/theory/celledoni2019.md#e7)",
@@ -161,9 +156,12 @@ def _methods():
             name="gonzalez-r",
             traits=Traits(
                 order=2, symmetric=True, implicit=True,
-                preserves=("energy H(q, p) (exactly, Gonzalez discrete gradient)",
-                           "node constraint μ(q_k) G⁻¹p_k = 0 (16a)",
-                           "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (Remark 3.3)"),
+                preserves=(Claim(Invariant.ENERGY, "energy H(q, p) (exactly, Gonzalez discrete gradient)"),
+                           Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = 0 (16a)"),
+                           Claim(Invariant.DISCRETE_CONSTRAINT,
+                                 "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (Remark 3.3)",
+                                 discrete_constraint=midpoint_constraint)),
+                accepts={Feature.CONFIGURATION_METRIC},
                 node_velocity="v_k = G⁻¹p_k, p_k = G X g_D⁻¹ ρ_k (16a): on the constraint",
                 source=f"{_SOURCE}, §3.3, Algorithm 1 (sign of the ∂Q update corrected: erratum E6, "
                        "docs/theory/celledoni2019.md#e6), (16)–(18), Remark 3.5 (option)",

@@ -69,6 +69,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from ..lie.groupoids import AtiyahGroupoid, LieGroupGroupoid, PairGroupoid, point
 from ..solvers.newton import MAX_ITER, RTOL, newton
@@ -203,9 +204,6 @@ def _lie_group_problem(system, discrete_lagrangian, retraction):
     from ..lie import groups
     from .lie_gni import LieDiscreteLagrangian, moser_veselov
     from .reduced_gni import group_retraction
-    if not getattr(system, "quadratic", True) or not getattr(system, "symmetric", True):
-        raise InputError(f"groupoid-gni needs the metric of a quadratic l(ω) = ½ωᵀ𝕀ω with a symmetric 𝕀; "
-                         f"system {system.name!r} has none. Use dreps-euler, dreps-rk4 or eps-variational")
     group = getattr(system, "group", None) or groups.group("SO(3)")
     so3_group = group.name == "SO(3)"
     tau = group_retraction(None if so3_group else group, retraction)
@@ -347,17 +345,22 @@ class GroupoidMethod(Method):
 
 _KINDS = ("nonholonomic", "lie-nonholonomic", "euler-poincare-suslov", "reduced")
 
+#: the groupoid methods take every feature of the three kinds but a non-quadratic l or a
+#: non-symmetric inertia (the Lie-group groupoid's metric is 𝕀)
+_FEATURES = frozenset({Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.ATTITUDE_POTENTIAL,
+                       Feature.RIGHT_TRIVIALISED, Feature.GROUP_NOT_SO3})
+
 METHODS = (
     GroupoidMethod(
         name="groupoid-gni",
         traits=Traits(
             order=2, symmetric=True, implicit=True,
-            preserves=("averaged-momentum constraint μ𝒢⁻¹p̄_k = ν exactly (Definition 8.2: "
-                       "𝒢((p⁺ + p⁻)/2, μ^a) = 0)",),
+            preserves=(Claim(Invariant.NODE_CONSTRAINT, "averaged-momentum constraint μ𝒢⁻¹p̄_k = ν exactly "
+                             "(Definition 8.2: 𝒢((p⁺ + p⁻)/2, μ^a) = 0)"),),
             node_velocity="𝒢⁻¹p̄_k, p̄_k = ½(FL⁺_d(g_{k−1}) + FL⁻_d(g_k)) = P*p⁺_k + Q*Π (the averaged momentum)",
             source=f"{_PUB}, §8, Definitions 8.1–8.2, (47)–(50), on the pair, Lie-group and Atiyah "
                    "groupoids (the GNIs of Definition 4.1/6.1, of FIMdD 2008 §4 and of Definition 7.1)",
-            family="groupoid", integrates=_KINDS),
+            family="groupoid", integrates=_KINDS, accepts=_FEATURES),
         description="The GNI on a Lie groupoid (pair / Lie group / Atiyah, from the system kind); "
                     "autodiff Legendre maps — the general path the specialised GNIs are tested against.",
         scheme="gni"),
@@ -365,12 +368,12 @@ METHODS = (
         name="groupoid-dla",
         traits=Traits(
             order=2, symmetric=True, implicit=True,
-            preserves=("discrete constraint μ(x̄) e⁻¹(g_k)/h = ν(x̄)",),
+            preserves=(Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint μ(x̄) e⁻¹(g_k)/h = ν(x̄)"),),
             node_velocity="𝒢⁻¹(P*p⁺_k + Q*Π): the node momentum FL⁺_d(g_{k−1}) projected",
             source="discrete Lagrange–d'Alembert on Lie groupoids (Iglesias-Ponte, Marrero, Martín de "
                    f"Diego, Martínez 2008), the comparison method of {_PUB}, Fig 1; our midpoint "
                    "discrete constraint",
-            family="groupoid", integrates=_KINDS),
+            family="groupoid", integrates=_KINDS, accepts=_FEATURES),
         description="Discrete Lagrange–d'Alembert on the same Lie groupoid (multipliers and a midpoint "
                     "discrete constraint on the new arrow).",
         scheme="dla"),

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
+from ..declarations import Claim, Invariant
 from ..errors import InputError
 from ..lie import so3
 from ..solvers.newton import MAX_ITER, RTOL, newton
@@ -352,20 +353,29 @@ def lie_gni(discrete_lagrangian, name: str = "lie-gni-custom", order: int = 2) -
                   discrete_lagrangian=discrete_lagrangian)
 
 
+def constant_covectors(system) -> bool | None:
+    """Whether the constraint covectors of a system are constant (the Suslov case), None when the
+    system does not say."""
+    return getattr(system, "constant_constraints", None)
+
+
 def _traits(order, source, extra=()):
     return Traits(
         order=order, symmetric=True, implicit=True,
-        preserves=("node constraint A(R_k) ω_k = 0 (averaged momentum)", "R_k ∈ SO(3) to round-off",
-                   "energy ½|μ⁻_k|² for a bi-invariant metric, any left-invariant l_d, any D (Thm 1)")
+        preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint A(R_k) ω_k = 0 (averaged momentum)"),
+                   Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) to round-off"),
+                   Claim(Invariant.ENERGY, "energy ½|μ⁻_k|² for a bi-invariant metric, any left-invariant l_d, "
+                         "any D (Thm 1)", condition="bi-invariant metric", node_quantity=False))
         + tuple(extra),
         node_velocity="𝕀⁻¹μ̃_k, μ̃_k = ½(μ⁺_k + μ⁻_k) = P̂*μ⁺_k (the averaged body momentum)",
-        source=source, family="lie-gni", integrates=("lie-nonholonomic",))
+        source=source, family="lie-gni", integrates=("lie-nonholonomic",), two_step=True, accepts=frozenset())
 
 
 METHODS = (
     LieGNI(name="lie-gni-mv",
            traits=_traits(2, f"{_PAPER}; Moser–Veselov l_d", extra=(
-               "energy ½|μ⁻_k|²_{𝕀⁻¹} for any inertia and any D (MV l_d; beyond the paper, docs/theory/ferraro2008.md)",)),
+               Claim(Invariant.ENERGY, "energy ½|μ⁻_k|²_{𝕀⁻¹} for any inertia and any D (MV l_d; beyond the "
+                     "paper, docs/theory/ferraro2008.md)", node_quantity=False),)),
            description="Reflection GNI on SO(3) with the Moser–Veselov discrete Lagrangian.",
            discrete_lagrangian=moser_veselov),
     LieGNI(name="lie-gni-cayley",
@@ -377,13 +387,15 @@ METHODS = (
         name="lie-gni-mv-sym",
         traits=Traits(
             order=2, symmetric=True, implicit=True,
-            preserves=("node constraint A(R_k) ω_k = 0 (ω_k = 𝕀⁻¹μ_k on D*)", "R_k ∈ SO(3) to round-off",
-                       "energy ½ωᵀ𝕀ω for constant covectors A (the Suslov case), any inertia (MV l_d; "
-                       "ours: see the class doc)"),
+            preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint A(R_k) ω_k = 0 (ω_k = 𝕀⁻¹μ_k on D*)"),
+                       Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) to round-off"),
+                       Claim(Invariant.ENERGY, "energy ½ωᵀ𝕀ω for constant covectors A (the Suslov case), any "
+                             "inertia (MV l_d; ours: see the class doc)", condition="constant covectors A",
+                             holds_for=constant_covectors)),
             node_velocity="𝕀⁻¹μ_k, μ_k on D* (the node's momentum)",
             source=f"{_PAPER}; (7) with one impulse per step split equally between the nodes (our "
                    "construction); Moser–Veselov l_d",
-            family="lie-gni-symmetric", integrates=("lie-nonholonomic",)),
+            family="lie-gni-symmetric", integrates=("lie-nonholonomic",), accepts=frozenset()),
         description="Lie-group GNI (Moser–Veselov l_d) with one impulse per step: a self-adjoint map "
                     "on D*, the base of lie-gni-mv-4/-6.",
         discrete_lagrangian=moser_veselov),

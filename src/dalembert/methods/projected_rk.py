@@ -42,6 +42,7 @@ import numpy as np
 from jax import lax
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from .base import Method, Scheme, Traits, compensated_add, explicit_info
 
@@ -178,7 +179,8 @@ METHODS = (
         name="rk8-projected",
         traits=Traits(
             order=8, symmetric=False, implicit=False,
-            preserves=("node constraint μ(q_k) v_k = ν(q_k)",),
+            preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) v_k = ν(q_k)"),),
+            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
             node_velocity="v_k, projected onto the constraint in the kinetic metric",
             source="Prince–Dormand RK8(7)13M (J. Comput. Appl. Math. 7, 1981) or DOP853 "
                    "(Hairer–Nørsett–Wanner, Solving ODEs I, §II.10) on the index-1 form, "

@@ -84,6 +84,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from ..lie.retraction import Retraction, get_retraction
 from ..systems.reduced import positional_parameters
@@ -134,13 +135,6 @@ def group_discrete_lagrangian(system, tau):
         Gu = linalg.mv(system.metric(xm, R0) + system.metric(xm, R1), u)
         return 0.25 * h * jnp.sum(u * Gu) - 0.5 * h * (system.potential(x0, R0) + system.potential(x1, R1))
     return l_d
-
-
-def _as_reduced(system, name, require_left):
-    if require_left and not system.left:
-        raise InputError(f"method {name!r} needs trivialization='left' (body velocities, our Lie-group "
-                         f"GNI); {system.name} uses {system.trivialization!r} — use 'reduced-gni'")
-    return system
 
 
 def _parse_startup(startup, n, d=3):
@@ -330,11 +324,8 @@ class ReducedGNI(Method):
     ``rtol``, ``max_iter`` (Newton).
     """
 
-    require_left: bool = False
-
     def build(self, system, x0=None, *, startup="consistent", retraction="cayley",
               discrete_lagrangian=None, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
-        system = _as_reduced(system, self.name, self.require_left)
         mode, extra = _parse_startup(startup, system.n, getattr(system, "group_dim", 3))
         if discrete_lagrangian is not None and not callable(discrete_lagrangian):
             raise InputError(f"discrete_lagrangian must be a callable l_d(x0, x1, sigma, h); got {discrete_lagrangian!r}")
@@ -470,15 +461,21 @@ class SymmetricReducedGNI(Method):
         return Scheme(init, step, observe)
 
 
-def _traits(source, extra=()):
+#: every feature of a ReducedSystem: the reduced GNI takes any metric, potential, trivialization and
+#: matrix Lie group, and affine constraints (38)
+REDUCED_FEATURES = frozenset({Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.ATTITUDE_POTENTIAL,
+                              Feature.RIGHT_TRIVIALISED, Feature.GROUP_NOT_SO3})
+
+
+def _traits(source, extra=(), accepts=REDUCED_FEATURES):
     return Traits(
         order=2, symmetric=True, implicit=True,
-        preserves=("averaged-momentum constraint μ̃G̃⁻¹p̄_k = ν̃ (affine) exactly",
-                   "R_k ∈ SO(3) to round-off") + tuple(extra),
+        preserves=(Claim(Invariant.NODE_CONSTRAINT, "averaged-momentum constraint μ̃G̃⁻¹p̄_k = ν̃ (affine) exactly"),
+                   Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) to round-off")) + tuple(extra),
         node_velocity="G̃⁻¹p̄_k, p̄_k = ½(FL⁺_k + FL⁻_k) = P*FL⁺_k + Q*Π (averaged momentum), second "
                       "order with the default start-up (the paper's startup='two-point' caps the observed "
                       "order at 1: erratum E15)",
-        source=source, family="reduced-gni", integrates=("reduced",),
+        source=source, family="reduced-gni", integrates=("reduced",), two_step=True, accepts=accepts,
         explicit_when="")
 
 
@@ -493,19 +490,20 @@ METHODS = (
     ReducedGNI(
         name="lie-gni",
         traits=_traits(f"{_PUB}, Definition 6.1 on R²×SO(3) in left-trivialised coordinates with a Cayley "
-                       "step (our construction, not in the paper)", extra=("no chart singularity",)),
+                       "step (our construction, not in the paper)", extra=(Claim(Invariant.REGULAR_CHART, "no chart singularity"),),
+                       accepts=REDUCED_FEATURES - {Feature.RIGHT_TRIVIALISED}),
         description="Lie-group GNI for R-dependent constraints (left trivialization): recommended for the "
-                    "sphere; second order, no chart singularity.",
-        require_left=True),
+                    "sphere; second order, no chart singularity.",),
     SymmetricReducedGNI(
         name="reduced-gni-sym",
         traits=Traits(
             order=2, symmetric=True, implicit=True,
-            preserves=("node constraint μ̃G̃⁻¹p_k = ν̃ (affine) to round-off", "R_k ∈ SO(3) to round-off"),
+            preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ̃G̃⁻¹p_k = ν̃ (affine) to round-off"),
+                       Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) to round-off")),
             node_velocity="G̃⁻¹p_k, p_k on D* (the node's momentum)",
             source=f"{_PUB}, Definition 7.1 (30)/(38) with one impulse per step split equally between "
                    "the nodes (our construction); retracted Legendre maps §7.1; SV-type l_d of §7.2",
-            family="reduced-gni-symmetric", integrates=("reduced",)),
+            family="reduced-gni-symmetric", integrates=("reduced",), accepts=REDUCED_FEATURES),
         description="Reduced GNI with one impulse per step: a self-adjoint map on D*, the base of "
                     "reduced-gni-4; any trivialization, Newton on (x_{k+1}, ξ_k, ℓ)."),
 )

@@ -34,10 +34,11 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from ..solvers.newton import MAX_ITER, RTOL
 from .base import Method, Scheme, StepInfo, Traits
-from .reduced_gni import _PUB, _Kernels, _as_reduced
+from .reduced_gni import _PUB, _Kernels
 
 
 class ReducedRattleState(NamedTuple):
@@ -57,21 +58,12 @@ class ReducedRattle(Method):
     """Algorithm (37) (module doc). Build options: ``startup`` ("legendre" | "consistent"),
     ``retraction`` ("cayley" | "exponential"), ``rtol``, ``max_iter`` (Newton in ξ).
 
-    Raises InputError for a ReducedSystem whose metric depends on x or R, or whose potential
-    depends on R.
+    Takes R^n × SO(3) with constant metric blocks and a potential of x only (§7.2): its traits
+    accept affine constraints and either trivialization, no other feature.
     """
 
     def build(self, system, x0=None, *, startup="consistent", retraction="cayley",
               rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
-        system = _as_reduced(system, self.name, False)
-        if not system.is_so3:
-            raise InputError(f"method {self.name!r} is written for R^n × SO(3); {system.name} lives on "
-                             f"R^{system.n} × {system.group.name} — use 'reduced-gni' (or 'lie-gni')")
-        if not system.constant_metric or system.group_potential:
-            raise InputError(f"method {self.name!r} needs constant metric blocks and a potential of x "
-                             f"only (Ferraro et al. 2015, §7.2); {system.name} has a metric that depends "
-                             "on the configuration or a potential that depends on R — use 'reduced-gni' "
-                             "(or 'lie-gni')")
         if startup not in ("legendre", "consistent"):
             raise InputError(f"unknown startup {startup!r} for {self.name}; choose from: legendre, consistent")
         k = _Kernels(system, retraction, None)
@@ -133,8 +125,9 @@ METHODS = (
         name="reduced-rattle",
         traits=Traits(
             order=2, symmetric=True, implicit=True,
-            preserves=("averaged-momentum constraint μ̃G̃⁻¹p̄_k = ν̃ (affine) exactly",
-                       "R_k ∈ SO(3) to round-off"),
+            preserves=(Claim(Invariant.NODE_CONSTRAINT, "averaged-momentum constraint μ̃G̃⁻¹p̄_k = ν̃ (affine) exactly"),
+                       Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) to round-off")),
+            accepts={Feature.AFFINE_CONSTRAINTS, Feature.RIGHT_TRIVIALISED},
             node_velocity="G̃⁻¹p̄_k, p̄_k = (p̃_k, M̃_k + (h/2)ηᵀλ̃_k) (averaged momentum; = reduced-gni's)",
             source=f"{_PUB}, §7.2 algorithm (37) with errata E7–E9 "
                    "(docs/theory/ferraro2015.md#e7–#e9); affine term of §7.3 (38), sign as in erratum E6",

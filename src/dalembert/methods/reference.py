@@ -9,11 +9,13 @@ reported in the trajectory's ``constraint_residual`` (typically ≲ 1e-12).
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..systems.index1_ode import _rhs, reference_solution  # noqa: F401  (re-exported)
+from ..declarations import Feature
 from .base import Method, Traits
 
 
@@ -22,6 +24,11 @@ class Reference(Method):
     """Each system kind's reference solution (for a NonholonomicSystem: the index-1 ODE with
     DOP853 at rtol = atol = 1e-13); the ground truth for tests and experiments. Not compiled:
     the engine calls :meth:`solve`."""
+
+    def options(self) -> dict:
+        """The options of :meth:`solve`: ``{"rtol": 1e-13, "atol": 1e-13}``."""
+        params = inspect.signature(self.solve).parameters.values()
+        return {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY}
 
     def solve(self, system, *state, rtol: float = 1e-13, atol: float = 1e-13):
         """``(arrays, info)``: the named node arrays at the times ``t`` (``solve(system, *state0,
@@ -43,7 +50,9 @@ METHODS = (
             preserves=(),
             node_velocity="v(t_k) of the index-1 ODE (constraint drift at the 1e-13 level)",
             source="index-1 Lagrange–d'Alembert ODE, SciPy DOP853, rtol = atol = 1e-13",
-            family="reference", integrates=("nonholonomic", "reduced", "lie-nonholonomic")),
+            family="reference", integrates=("nonholonomic", "reduced", "lie-nonholonomic"),
+            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.ATTITUDE_POTENTIAL,
+                     Feature.RIGHT_TRIVIALISED, Feature.GROUP_NOT_SO3}),
         description="Ground truth: the kind's index-1 ODE integrated by DOP853 at rtol = atol = 1e-13.",
         compiled=False),
 )

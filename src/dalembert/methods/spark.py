@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
+from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from .base import Method, MultiplierState, Scheme, StepInfo, Traits, multiplier_init, multiplier_observe
 
@@ -133,7 +134,8 @@ def _spark(s: int) -> Spark:
         name=f"spark-lobatto{s}",
         traits=Traits(
             order=2 * s - 2, symmetric=True, implicit=True,
-            preserves=("node constraint μ(q_k) G⁻¹p_k = ν(q_k)",),
+            preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = ν(q_k)"),),
+            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
             node_velocity="v_k = G⁻¹p_k (on the constraint)",
             source=("L. O. Jay, BIT 43 (2003) 93–106 (SPARK, Lobatto IIIA–IIIB, mean stage constraint); "
                     "Jay, Lagrange–d'Alembert SPARK integrators for nonholonomic Lagrangian systems (2009)"),

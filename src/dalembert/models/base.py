@@ -97,6 +97,10 @@ class Model:
         q, v, _ = reference_solution(self.system, q0, v0, t)
         return q, v
 
+    def state0(self) -> tuple:
+        """The default initial state as float64 arrays in ``system.state_names`` order."""
+        return tuple(np.asarray(self.initial_state[k], float) for k in self.system.state_names)
+
     def state_solution(self, t, **state) -> tuple:
         """(named node arrays at times t, label of the source): the exact solution where the model
         has one, else its own reference, else its system kind's reference solution
@@ -108,7 +112,7 @@ class Model:
             raise InputError(f"{self.name}: unknown initial-state names {sorted(unknown)}; the state is "
                              f"{', '.join(names)}")
         x0 = {k: np.asarray(state.get(k, v), float) for k, v in self.initial_state.items()}
-        arrays = [k[:-1] if k.endswith("0") and len(k) > 1 else k for k in names]
+        arrays = [type(self.system).state_array(k) for k in names]
         t = np.asarray(t, float)
         for fn, label in ((self.exact_solution, "exact solution"), (self.reference, "the model's reference solution")):
             positional = names == ["q0", "v0"] and fn is self.exact_solution

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
+from ..declarations import NodeArray, Role
 from .kind import SystemKind
 from .nonholonomic import _as_vector, _expect_real
 
@@ -63,6 +64,10 @@ class AlmostPoissonSystem(SystemKind):
     state_names = ("x0",)
     kind = "almost-poisson"
     path_array = "x"
+    node_arrays = (NodeArray("x", Role.STATE, state="x0", symbol="x"),
+                   NodeArray("q", Role.CONFIGURATION, symbol="q"),
+                   NodeArray("v", Role.VELOCITY, "system units per s", symbol="v"),
+                   NodeArray("p", Role.MOMENTUM, symbol="p"))
     #: True for a reduced system on an atlas of charts (:mod:`dalembert.systems.reduction`).
     atlas = False
 

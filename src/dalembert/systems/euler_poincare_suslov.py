@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
+from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from ..lie import so3
 from .kind import SystemKind, checked_group
@@ -82,6 +83,14 @@ class EulerPoincareSuslovSystem(SystemKind):
     #: Keyword names of the initial state in ``dl.integrate`` (the system-kind protocol).
     state_names = ("R0", "omega0")
     kind = "euler-poincare-suslov"
+    node_arrays = (NodeArray("R", Role.GROUP_ELEMENT, "dimensionless", state="R0", symbol="R"),
+                   NodeArray("omega", Role.GROUP_VELOCITY, "rad/s", state="omega0", symbol="ω"),
+                   NodeArray("lam", Role.MULTIPLIER, symbol="λ"))
+    #: the declared order is in ω (R is first order with the left-endpoint reconstruction,
+    #: Jiménez–Scheurle 2015 Thm 5.2(2))
+    order_arrays = ("omega",)
+    #: the constraint vectors A are constant (as LieNonholonomicSystem.constant_constraints says of its A(R))
+    constant_constraints = True
     path_array = "omega"
 
     def __init__(self, inertia, constraint_vectors, name: str = "euler-poincare-suslov", *,
@@ -190,6 +199,14 @@ class EulerPoincareSuslovSystem(SystemKind):
         return so3.matvec(R, omega) if self.is_so3 else linalg.mv(self.group.Ad(R), omega)
 
     # --- the system-kind protocol used by the engine -------------------------------------------
+    def features(self, *state0) -> frozenset:
+        """GROUP_NOT_SO3, NON_QUADRATIC_LAGRANGIAN (a non-quadratic l), NON_SYMMETRIC_INERTIA
+        (``symmetric=False``)."""
+        flags = {Feature.GROUP_NOT_SO3: not self.is_so3,
+                 Feature.NON_QUADRATIC_LAGRANGIAN: not getattr(self, "quadratic", True),
+                 Feature.NON_SYMMETRIC_INERTIA: not self.symmetric}
+        return frozenset(f for f, on in flags.items() if on)
+
     def check_initial_state(self, R0, omega0, *, project: bool = False, tol: float = 1e-10):
         """Validated (R0 (3, 3), omega0 (3,)) as numpy float64 arrays.
 

@@ -70,7 +70,30 @@ class SystemKind:
     state_names: ClassVar[tuple] = ()
     #: node array that traces the configuration path (plots)
     path_array: ClassVar[str] = "q"
+    #: the node arrays the kind reports, with roles and units
+    #: (:class:`~dalembert.declarations.NodeArray`; the first velocity array is the scale of
+    #: relative constraint residuals)
+    node_arrays: ClassVar[tuple] = ()
+    #: the node arrays on which a method's global order is fitted (conformance): the configuration,
+    #: or the velocity for kinds whose reconstruction is of lower order than their velocity map
+    order_arrays: ClassVar[tuple] = ("q",)
     name: str = "system"
+
+    @classmethod
+    def state_array(cls, state_name: str) -> str:
+        """The node array an initial-state keyword gives (``"q0"`` → ``"q"``).
+
+        Raises InputError for a name that is not one of the kind's ``state_names``."""
+        for a in cls.node_arrays:
+            if a.state == state_name:
+                return a.name
+        raise InputError(f"{state_name!r} is not an initial-state name of a {cls.kind} system; "
+                         f"the state is {', '.join(cls.state_names)}")
+
+    @classmethod
+    def arrays_with(cls, *roles) -> tuple:
+        """Names of the declared node arrays with any of these roles, in declaration order."""
+        return tuple(a.name for a in cls.node_arrays if a.role in roles)
 
     @classmethod
     def kinds(cls) -> tuple:
@@ -105,6 +128,13 @@ class SystemKind:
         stays finite). A kind may return something cheaper that is finite exactly when the energy
         of a finite state is (see :meth:`NonholonomicSystem.step_check_value`)."""
         return self.diagnostics(obs).get("energy")
+
+    def features(self, *state0) -> frozenset:
+        """The :class:`~dalembert.declarations.Feature` members this system has (affine constraints,
+        a configuration-dependent metric, …): a method integrates it only if it accepts every one
+        (``Traits.accepts``). ``state0``: one initial state, where deciding a feature needs a
+        configuration (whether a callable metric depends on it). Default: none."""
+        return frozenset()
 
     def reference_solution(self, *state, t, rtol: float = 1e-13, atol: float = 1e-13) -> dict:
         """The kind's reference solution at times ``t`` (t[0] = 0): named node arrays with a
@@ -175,36 +205,62 @@ def find_view(system, accepted) -> View | None:
     raise LookupError
 
 
-def resolve(system, method) -> View | None:
+def resolve(system, method, state0=None) -> View | None:
     """The view (or None: as it is) through which ``method`` integrates ``system``.
+
+    ``state0``: one validated initial state of ``system``; with it, the system's features
+    (:meth:`SystemKind.features`) are checked against the method's ``traits.accepts`` too.
 
     Raises
     ------
     InputError naming the kinds the method integrates and the methods that integrate this
-    system's kind, when neither the system nor a view of it is of a kind the method declares.
-    A method that declares no kinds (a user's own Method subclass) is given the system as it is.
+    system's kind, when neither the system nor a view of it is of a kind the method declares;
+    or naming the features of the system the method does not accept and the methods that accept
+    the system. A method that declares no kinds (a user's own Method subclass) is given the
+    system as it is; one that declares no ``accepts`` is given any features.
     """
     accepted = tuple(method.traits.integrates)
     try:
-        return find_view(system, accepted)
+        view = find_view(system, accepted)
     except LookupError:
-        pass
-    kind = kind_name(system)
-    fits = methods_for(system)
-    raise InputError(f"method {method.name!r} integrates {' or '.join(accepted)} systems; "
-                     f"{getattr(system, 'name', 'this system')!r} is a {kind} system. Methods for "
-                     f"{kind} systems: {', '.join(fits) if fits else 'none'}")
+        kind = kind_name(system)
+        fits = methods_for(system, state0)
+        raise InputError(f"method {method.name!r} integrates {' or '.join(accepted)} systems; "
+                         f"{getattr(system, 'name', 'this system')!r} is a {kind} system. Methods for "
+                         f"this system: {', '.join(fits) if fits else 'none'}") from None
+    if state0 is not None:
+        missing = missing_features(method, system, state0)
+        if missing:
+            fits = methods_for(system, state0)
+            raise InputError(f"method {method.name!r} does not accept systems with "
+                             f"{' or '.join(sorted(f.label for f in missing))}, which "
+                             f"{getattr(system, 'name', 'this system')!r} has. Methods that accept this system: "
+                             f"{', '.join(fits) if fits else 'none'}")
+    return view
 
 
-def _accepts(method, system) -> bool:
+def missing_features(method, system, state0=()) -> frozenset:
+    """The features of ``system`` (with one initial state ``state0``) that ``method`` does not
+    accept (empty when it declares no ``accepts``)."""
+    accepts = method.traits.accepts
+    features = getattr(system, "features", None)
+    if accepts is None or features is None:
+        return frozenset()
+    return frozenset(features(*(state0 or ()))) - accepts
+
+
+def accepts(method, system, state0=None) -> bool:
+    """Whether ``method`` integrates ``system`` (its kind, directly or through a view, and its
+    features; see :func:`resolve`)."""
     try:
         find_view(system, tuple(method.traits.integrates))
-        return True
     except LookupError:
         return False
+    return not missing_features(method, system, state0)
 
 
-def methods_for(system) -> list:
-    """Names of the registered methods that integrate ``system`` (directly or through a view)."""
+def methods_for(system, state0=None) -> list:
+    """Names of the registered methods that integrate ``system`` (directly or through a view)
+    and accept its features (decided at ``state0`` where given)."""
     from ..methods import base as _mb
-    return [name for name, m in _mb.registry().items() if _accepts(m, system)]
+    return [name for name, m in _mb.registry().items() if accepts(m, system, state0)]

@@ -26,6 +26,7 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from ..lie import so3
+from ..declarations import NodeArray, Role
 from .kind import SystemKind, check_spd
 
 
@@ -56,6 +57,12 @@ class LieNonholonomicSystem(SystemKind):
     state_names = ("R0", "omega0")
     kind = "lie-nonholonomic"
     path_array = "omega"
+    node_arrays = (NodeArray("R", Role.GROUP_ELEMENT, "dimensionless", state="R0", symbol="R"),
+                   NodeArray("omega", Role.GROUP_VELOCITY, "rad/s", state="omega0", symbol="ω"),
+                   NodeArray("lam", Role.MULTIPLIER, symbol="λ"))
+    #: the declared order is in ω (R is first order with the left-endpoint reconstruction,
+    #: Jiménez–Scheurle 2015 Thm 5.2(2))
+    order_arrays = ("omega",)
 
     def __init__(self, inertia, constraint_covectors, name: str = "lie-nonholonomic"):
         if linalg.traced(inertia):     # a parameter under jax.grad/vmap: shape checked only

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
+from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from .kind import SystemKind
 
@@ -180,6 +181,10 @@ class NonholonomicSystem(SystemKind):
     state_names = ("q0", "v0")
     kind = "nonholonomic"
     path_array = "q"
+    node_arrays = (NodeArray("q", Role.CONFIGURATION, state="q0", symbol="q"),
+                   NodeArray("v", Role.VELOCITY, "system units per s", state="v0", symbol="v"),
+                   NodeArray("p", Role.MOMENTUM, symbol="p"),
+                   NodeArray("lam", Role.MULTIPLIER, symbol="λ"))
 
     def __init__(self, mass_matrix, potential=None, constraint_matrix=None,
                  constraint_rhs=None, name: str = "system"):
@@ -215,6 +220,17 @@ class NonholonomicSystem(SystemKind):
     def is_affine(self) -> bool:
         """True if the constraints are affine, μ(q) v = ν(q)."""
         return self._nu is not None
+
+    def features(self, *state0) -> frozenset:
+        """AFFINE_CONSTRAINTS when ν is given; CONFIGURATION_METRIC when G depends on q (decided by
+        tracing ``mass_matrix`` at state0's q0; without a state, a callable metric not yet traced
+        counts as configuration-dependent)."""
+        out = {Feature.AFFINE_CONSTRAINTS} if self.is_affine else set()
+        if self._constant_metric is None and not state0:
+            out.add(Feature.CONFIGURATION_METRIC)
+        elif not self.constant_metric(state0[0] if state0 else None):
+            out.add(Feature.CONFIGURATION_METRIC)
+        return frozenset(out)
 
     def constant_metric(self, q) -> bool:
         """True if G does not depend on q (decided once, by tracing ``mass_matrix`` at q)."""

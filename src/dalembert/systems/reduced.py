@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
+from ..declarations import Feature
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemError_
 from ..lie import so3
 from .kind import SystemKind, check_spd, checked_group
@@ -372,6 +373,14 @@ class ReducedSystem(SystemKind):
         return jnp.asarray(xdot, jnp.float64), self._Rdot(R, jnp.asarray(xi, jnp.float64)), a[:self.n], a[self.n:]
 
     # --- the system-kind protocol -------------------------------------------------------------------
+    def features(self, *state0) -> frozenset:
+        """AFFINE_CONSTRAINTS (ν̃ given), CONFIGURATION_METRIC (a callable metric),
+        ATTITUDE_POTENTIAL (V depends on R), RIGHT_TRIVIALISED, GROUP_NOT_SO3."""
+        flags = {Feature.AFFINE_CONSTRAINTS: self.affine, Feature.CONFIGURATION_METRIC: not self.constant_metric,
+                 Feature.ATTITUDE_POTENTIAL: self.group_potential, Feature.RIGHT_TRIVIALISED: not self.left,
+                 Feature.GROUP_NOT_SO3: not self.is_so3}
+        return frozenset(f for f, on in flags.items() if on)
+
     def check_initial_state(self, x0, R0, xdot0, xi0, *, project: bool = False, tol: float = 1e-10):
         """Validated (x0 (n,), R0 (3, 3), xdot0 (n,), xi0 (3,)) as float64 numpy arrays.
 
