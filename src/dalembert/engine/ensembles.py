@@ -12,7 +12,8 @@ import numpy as np
 from .._cache import cached
 from ..errors import InputError
 from ..solvers import newton_module as newton_mod
-from ..systems.kind import SystemKind, resolve
+from ..methods.kinds import resolve
+from ..systems.kind import SystemKind
 from ..trajectory import Trajectory
 from . import loop
 from .stream import MemoryNodes

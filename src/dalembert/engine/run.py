@@ -18,7 +18,8 @@ from ..solvers import newton_module as newton_mod
 from ..trajectory import Trajectory
 from . import loop
 from . import stream as stream_mod
-from ..systems.kind import kind_name, resolve
+from ..methods.kinds import resolve
+from ..systems.kind import kind_name
 from .programs import bind, options_key, single_run_programs, view_of
 
 

@@ -9,8 +9,8 @@ Lagrangian; a user's own :class:`Method` object is passed to ``dl.integrate`` as
 from __future__ import annotations
 
 from . import (comparison, discrete_gradients, discrete_lagrangians, dla, eps, exp_chart, gni as _gni,
-               gni_symmetric, gonzalez, groupoid, lie_gni, projected_rk, reduced_gni, reduced_rattle, reference as _reference,
-               spark)
+               gni_symmetric, gonzalez, groupoid, kinds, lie_gni, projected_rk, reduced_gni, reduced_rattle,
+               reference as _reference, spark)
 from .base import (Method, Observation, Scheme, StepInfo, Traits, available, get, register,
                    registry)
 from .composition import COEFFICIENTS, Composition, compose

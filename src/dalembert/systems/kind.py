@@ -20,7 +20,8 @@ Every method declares the kinds it integrates (``Traits.integrates``). A method 
 kind it does not integrate through a registered **view** (:func:`register_view`): the
 almost-Poisson reduction of a ``NonholonomicSystem`` for the discrete-gradient methods, a
 symmetric ``EulerPoincareSuslovSystem`` as a ``LieNonholonomicSystem`` for the Lie-group GNI.
-:func:`resolve` picks the system (and view) a method integrates, or raises one
+:func:`find_view` picks the view (or none) that makes a system one of the kinds a method
+accepts; :func:`dalembert.methods.kinds.resolve` applies it to a method, or raises one
 :class:`~dalembert.errors.InputError` naming both sides, before anything is traced.
 """
 from __future__ import annotations
@@ -173,38 +174,3 @@ def find_view(system, accepted) -> View | None:
             if (k, target) in _VIEWS:
                 return _VIEWS[(k, target)]
     raise LookupError
-
-
-def resolve(system, method) -> View | None:
-    """The view (or None: as it is) through which ``method`` integrates ``system``.
-
-    Raises
-    ------
-    InputError naming the kinds the method integrates and the methods that integrate this
-    system's kind, when neither the system nor a view of it is of a kind the method declares.
-    A method that declares no kinds (a user's own Method subclass) is given the system as it is.
-    """
-    accepted = tuple(method.traits.integrates)
-    try:
-        return find_view(system, accepted)
-    except LookupError:
-        pass
-    kind = kind_name(system)
-    fits = methods_for(system)
-    raise InputError(f"method {method.name!r} integrates {' or '.join(accepted)} systems; "
-                     f"{getattr(system, 'name', 'this system')!r} is a {kind} system. Methods for "
-                     f"{kind} systems: {', '.join(fits) if fits else 'none'}")
-
-
-def _accepts(method, system) -> bool:
-    try:
-        find_view(system, tuple(method.traits.integrates))
-        return True
-    except LookupError:
-        return False
-
-
-def methods_for(system) -> list:
-    """Names of the registered methods that integrate ``system`` (directly or through a view)."""
-    from ..methods import base as _mb
-    return [name for name, m in _mb.registry().items() if _accepts(m, system)]
