@@ -430,7 +430,7 @@ def _animate(traj, mdl, path):
 def _summary(traj, mdl, total_wall, files) -> dict:
     import jax
     md = traj.metadata
-    from dalembert.trajectory import BLOCK_ROWS
+    from dalembert.results.trajectory import BLOCK_ROWS
     inv = {}
     args = [getattr(traj, a) for a in mdl.invariant_args]
     for name, f in mdl.invariants.items():
