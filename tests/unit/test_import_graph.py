@@ -179,6 +179,18 @@ def test_the_graph_sees_the_imports():
     assert "dalembert.engine" not in graph["dalembert.engine.run"]    # its own package
 
 
+def test_results_do_not_reach_the_engine():
+    graph = import_graph()
+    for name in graph:
+        if name == "dalembert.results" or name.startswith("dalembert.results."):
+            seen, todo = set(), [name]
+            while todo:
+                for w in graph[todo.pop()] - seen:
+                    seen.add(w)
+                    todo.append(w)
+            assert not {m for m in seen if m == "dalembert.engine" or m.startswith("dalembert.engine.")}, name
+
+
 def test_no_import_cycle():
     cycles = import_cycles()
     assert not cycles, "import cycles in src/dalembert:\n" + "\n".join(" -> ".join(c) for c in cycles)

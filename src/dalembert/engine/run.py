@@ -14,14 +14,14 @@ from jax import lax
 from .. import methods, monitors
 from .._version import __version__
 from ..errors import ConvergenceError, InputError
-from ..solvers import newton_module as newton_mod
+from ..methods.kinds import resolve
 from ..results.files import load
 from ..results.metadata import json_default
 from ..results.trajectory import Trajectory, trajectory
+from ..solvers import newton_module as newton_mod
+from ..systems.kind import kind_name
 from . import loop
 from . import stream as stream_mod
-from ..methods.kinds import resolve
-from ..systems.kind import kind_name
 from .programs import bind, options_key, single_run_programs, view_of
 
 
