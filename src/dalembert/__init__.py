@@ -17,8 +17,8 @@ from .errors import (ConstraintViolationError, ConvergenceError, DalembertError,
                      UnknownNameError)
 from .systems import (AlmostPoissonSystem, EulerPoincareSuslovSystem, HeavyBodySystem, LeftInvariantSystem,
                       NonholonomicSystem, ReducedSystem, SystemKind, almost_poisson)
-from .trajectory import Trajectory, load
-from .engine import Ensemble, configure, ensemble, integrate, resume, solve, sweep
+from .results import Ensemble, Trajectory, load
+from .engine import configure, ensemble, integrate, resume, solve, sweep
 from .engine.interrupts import RunInterrupted
 from . import models
 from .convergence import convergence

@@ -135,7 +135,8 @@ def _model_lines() -> list:
 
 def _model_details(name) -> list:
     import dalembert as dl
-    from dalembert.systems.kind import kind_name, methods_for
+    from dalembert.methods.kinds import methods_for
+    from dalembert.systems.kind import kind_name
     s = dl.models.spec(name)
     mdl = dl.models.get(s.name)
     out = [f"{s.name} — {s.title}", f"  source: {s.source}"]
@@ -179,7 +180,7 @@ def _method_details(name) -> list:
 
 def _accepting(model_name) -> list:
     import dalembert as dl
-    from dalembert.systems.kind import methods_for
+    from dalembert.methods.kinds import methods_for
     mdl = dl.models.get(model_name)
     return methods_for(mdl.system, mdl.state0())
 
@@ -333,7 +334,8 @@ def _method_for(mdl, name):
     refused with the methods that accept the model when it does not."""
     import dalembert as dl
     from dalembert.errors import InputError, UnknownNameError, did_you_mean
-    from dalembert.systems.kind import kind_name, methods_for, resolve
+    from dalembert.methods.kinds import methods_for, resolve
+    from dalembert.systems.kind import kind_name
     try:
         method = dl.methods.get(mdl.default_method if name in (None, "auto") else name)
     except UnknownNameError:
@@ -430,7 +432,7 @@ def _animate(traj, mdl, path):
 def _summary(traj, mdl, total_wall, files) -> dict:
     import jax
     md = traj.metadata
-    from dalembert.trajectory import BLOCK_ROWS
+    from dalembert.results.trajectory import BLOCK_ROWS
     inv = {}
     args = [getattr(traj, a) for a in mdl.invariant_args]
     for name, f in mdl.invariants.items():

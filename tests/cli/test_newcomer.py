@@ -5,7 +5,7 @@ import json
 import pytest
 
 import dalembert as dl
-from dalembert.systems.kind import methods_for
+from dalembert.methods.kinds import methods_for
 from test_cli import run_cli     # (tests/cli is on sys.path: pytest's default import mode)
 
 

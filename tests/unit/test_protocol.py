@@ -13,7 +13,8 @@ import pytest
 
 import dalembert as dl
 from dalembert import _cache
-from dalembert.systems.kind import find_view, methods_for
+from dalembert.methods.kinds import methods_for
+from dalembert.systems.kind import find_view
 
 
 def knife_edge(k=1.0):

@@ -1,5 +1,8 @@
 """The engine: the only time loop of dalembert.
 
+It returns and writes its results through :mod:`dalembert.results` (Trajectory, Ensemble, the
+``.npz`` and HDF5 formats), which imports nothing of the engine.
+
 Modules, one job each (imports go down the list, never up):
 
 * :mod:`~dalembert.engine.xla` — XLA options of dalembert's own programs (per executable), the
@@ -15,10 +18,10 @@ Modules, one job each (imports go down the list, never up):
   kept with the system object;
 * :mod:`~dalembert.engine.run` — :func:`integrate` (validated runs, Trajectory, errors)
   and :func:`solve` (the pure functional core for ``jax.jit``/``vmap``/``grad``);
-* :mod:`~dalembert.engine.ensembles` — :func:`ensemble` and :class:`Ensemble` (vmapped members,
-  batched parameters, devices);
+* :mod:`~dalembert.engine.ensembles` — :func:`ensemble` (vmapped members, batched parameters,
+  devices);
 * :mod:`~dalembert.engine.stream` — where the nodes go: memory, or an HDF5 file appended chunk by
-  chunk (streamed runs), and the HDF5 trajectory format;
+  chunk (streamed runs);
 * :mod:`~dalembert.engine.sweep` — :func:`sweep`: an ensemble as tasks on a Dask cluster, each
   task's result a file, resumable.
 """

@@ -26,7 +26,7 @@ import numpy as np
 
 from .._io import atomic_path
 from ..errors import InputError
-from ..trajectory import _json_default
+from ..results.metadata import json_default
 
 FORMAT = "dalembert-checkpoint/1"
 
@@ -42,7 +42,7 @@ def write(path, *, metadata: dict, state_leaves, nodes_done: int, steps_done: in
     payload = {f"state/{i}": np.asarray(a) for i, a in enumerate(state_leaves)}
     payload.update({f"node/{k}": np.asarray(a) for k, a in arrays.items()})
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        np.savez(f, checkpoint=np.array(json.dumps(spec, default=_json_default)), **payload)
+        np.savez(f, checkpoint=np.array(json.dumps(spec, default=json_default)), **payload)
     return path
 
 

@@ -12,77 +12,19 @@ import numpy as np
 from .._cache import cached
 from ..errors import InputError
 from ..solvers import newton_module as newton_mod
-from ..systems.kind import SystemKind, resolve
-from ..trajectory import Trajectory
+from ..methods.kinds import resolve
+from ..results.ensemble import Ensemble
+from ..results.trajectory import trajectory
+from ..systems.kind import SystemKind
 from . import loop
 from .stream import MemoryNodes
-from .run import (chart_metadata, check_run, failure_error, run_metadata, split_initial_state,
-                  trajectory)
+from .run import chart_metadata, check_run, failure_error, run_metadata, split_initial_state
 from .programs import bind, options_key, state_shapes, view_key
 from .xla import _custom_calls, compile_lowered, ensemble_devices
 
 
 class EnsembleMemberWarning(RuntimeWarning):
     """Some members of an ensemble failed; the others completed."""
-
-
-class Ensemble:
-    """B trajectories of one system and method, integrated together.
-
-    t : (N+1,) times.  Node arrays by name, each of shape (B, N+1, ...), as attributes
-    (``ens.q``, ``ens.energy``, ...) and in ``ens.arrays``; ``metadata`` as for a Trajectory.
-    status : (B,) "ok" or "failed" per member (see :func:`ensemble`'s ``on_failure``).
-    """
-
-    def __init__(self, t, arrays: dict, metadata: dict, status=None):
-        self.t = t
-        self.arrays = arrays
-        self.metadata = metadata
-        B = int(next(iter(arrays.values())).shape[0])
-        self.status = np.full(B, "ok") if status is None else np.asarray(status, str)
-
-    @property
-    def failed(self) -> np.ndarray:
-        """Indices of the members whose integration failed (``status != "ok"``); their step,
-        time and cause are in ``metadata["failures"]``."""
-        return np.flatnonzero(self.status != "ok")
-
-    def save(self, path):
-        """Write the ensemble to ``path`` (``.npz``, atomically): ``t``, the node arrays (B, N+1,
-        ...), ``status`` and ``metadata`` (JSON); :func:`dalembert.load` reads it back."""
-        from ..trajectory import save_arrays
-        return save_arrays(path, dict(self.arrays, t=self.t, status=self.status.astype("U")),
-                           dict(self.metadata, ensemble=True))
-
-    def __getattr__(self, name):
-        arrays = self.__dict__.get("arrays", {})
-        if name in arrays:
-            return arrays[name]
-        raise AttributeError(f"Ensemble has no array {name!r} (kept: {', '.join(arrays)})")
-
-    def __len__(self):
-        return int(next(iter(self.arrays.values())).shape[0])
-
-    def __repr__(self):
-        md = self.metadata
-        return (f"Ensemble({md.get('system')}, {md.get('method')}, h={md.get('h')}, {len(self)} members, "
-                f"{self.t.size} nodes, kept: {', '.join(self.arrays)})")
-
-    @property
-    def relative_energy_error(self):
-        """(B, N+1): (E(t) − E(0)) / |E(0)| per member (needs ``energy`` kept)."""
-        e = self.arrays["energy"]
-        return (e - e[:, :1]) / np.maximum(np.abs(e[:, :1]), np.finfo(float).tiny)
-
-    def plot(self):
-        """A quick-look matplotlib Figure: every member's relative energy error and constraint
-        residual against time (those kept), with the median."""
-        from ..plots import ensemble_figure
-        return ensemble_figure(self)
-
-    def member(self, i: int) -> Trajectory:
-        """Member i as a Trajectory (with the arrays that were kept)."""
-        return trajectory(self.t, {k: v[i] for k, v in self.arrays.items()}, dict(self.metadata, member=i))
 
 
 def _shard_map():
@@ -326,90 +268,141 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
         raise InputError(f"on_failure must be 'keep' or 'raise'; got {on_failure!r}")
     if not method.compiled:
         raise InputError(f"{method.name} does not run in the compiled engine; ensembles need a compiled method")
-    factory = None
-    if params is not None:
-        if not callable(system) or isinstance(system, SystemKind):
+    run = _EnsembleRun(system, method, h, t_final, save_every, keep, params, project, on_failure, kwargs)
+    ens = run.go(progress, chunk_steps, metadata)
+    if run.warning is not None:
+        warnings.warn(run.warning, stacklevel=2)
+    return ens
+
+
+class _EnsembleRun:
+    """An ensemble run: its members (systems, parameters, validated initial states), compiled
+    programs, driver and result. ``options``: the caller's keywords; the initial states are
+    popped from it, the rest are the method's build options."""
+
+    def __init__(self, system, method, h, t_final, save_every, keep, params, project, on_failure, options):
+        self.method, self.h, self.save_every, self.on_failure = method, h, save_every, on_failure
+        self.options = options
+        self.factory, self.params, self.systems, self.n_params = None, None, None, None
+        self.system = system if params is None else self._factory_members(system, params)
+        resolve(self.system, method)                  # incompatible kinds: refused before any work
+        self.x0s = self._initial_states(project)
+        self.B = self.x0s[0].shape[0]
+        self.keep = None if keep is None else tuple(sorted(set(keep)))
+        self.n_steps = loop.step_count(h, t_final, save_every)
+        self.warning = None
+
+    def _factory_members(self, factory, params):
+        """Member 0's system; sets the factory, the batched parameters, their member count and
+        each member's system (built from its concrete parameters)."""
+        if not callable(factory) or isinstance(factory, SystemKind):
             raise InputError("ensemble(params=...): system must be a factory params -> system")
-        factory = system
-        params, B_p = _batched_params(params)
-        member_params = [jax.tree_util.tree_map(lambda a, i=i: np.asarray(a[i]), params) for i in range(B_p)]
-        systems = [factory(p) for p in member_params]
-        system = systems[0]
-    resolve(system, method)                       # incompatible kinds: refused before any work
-    names, state_in = split_initial_state(system, kwargs)
-    batch = [np.asarray(x, np.float64) for x in state_in]
-    if factory is not None:
-        batch = [np.broadcast_to(b, (B_p,) + b.shape).copy() if b.ndim == 1 else b for b in batch]
-    sizes = {nm: (b.shape[0] if b.ndim >= 1 else None) for nm, b in zip(names, batch)}
-    if any(b.ndim < 2 for b in batch) or len(set(sizes.values())) != 1:
-        raise InputError("ensemble initial states must be batched with one leading size B; got shapes "
-                         + ", ".join(f"{nm} {b.shape}" for nm, b in zip(names, batch)))
-    B = batch[0].shape[0]
-    if B == 0:
-        raise InputError("ensemble: no members (the initial states have a leading size B = 0)")
-    if factory is not None and B != B_p:
-        raise InputError(f"ensemble: {B} initial states but {B_p} parameter sets")
-    x0s = tuple(jnp.asarray(a) for a in _checked_members(system, systems if factory else None, batch, project))
-    keep_t = None if keep is None else tuple(sorted(set(keep)))
-    n_steps = loop.step_count(h, t_final, save_every)
-    chunk_saves = loop.ensemble_chunk_saves(B, chunk_steps)
-    per_call = loop.nodes_per_call(chunk_saves, save_every, max(1, loop.ENSEMBLE_CHUNK_MEMBER_STEPS // B))
-    md = run_metadata(system, method, h, n_steps, save_every, kwargs, members=B,
-                      kept=list(keep_t) if keep_t else "all")
-    if factory is not None:
-        md["params"] = jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), params)
-    md.update(metadata or {})
-    hj = jnp.asarray(h, jnp.float64)
-    t_c = time.perf_counter()
-    if factory is None:
-        start, chunk, devices, layout = _compiled_ensemble(system, method, kwargs, x0s, hj, save_every, chunk_saves,
-                                                   keep_t)
-    else:
+        self.factory = factory
+        self.params, self.n_params = _batched_params(params)
+        member_params = [jax.tree_util.tree_map(lambda a, i=i: np.asarray(a[i]), self.params)
+                         for i in range(self.n_params)]
+        self.systems = [factory(p) for p in member_params]
+        return self.systems[0]
+
+    def _initial_states(self, project):
+        """The members' validated initial states, (B, ...) JAX arrays in ``state_names`` order.
+
+        Raises InputError for unbatched or inconsistent states, B = 0, a member count other than
+        the parameters', or a bad member (named)."""
+        names, state_in = split_initial_state(self.system, self.options)
+        batch = [np.asarray(x, np.float64) for x in state_in]
+        if self.factory is not None:
+            batch = [np.broadcast_to(b, (self.n_params,) + b.shape).copy() if b.ndim == 1 else b for b in batch]
+        sizes = {nm: (b.shape[0] if b.ndim >= 1 else None) for nm, b in zip(names, batch)}
+        if any(b.ndim < 2 for b in batch) or len(set(sizes.values())) != 1:
+            raise InputError("ensemble initial states must be batched with one leading size B; got shapes "
+                             + ", ".join(f"{nm} {b.shape}" for nm, b in zip(names, batch)))
+        B = batch[0].shape[0]
+        if B == 0:
+            raise InputError("ensemble: no members (the initial states have a leading size B = 0)")
+        if self.factory is not None and B != self.n_params:
+            raise InputError(f"ensemble: {B} initial states but {self.n_params} parameter sets")
+        return tuple(jnp.asarray(a) for a in _checked_members(self.system, self.systems if self.factory else None, batch, project))
+
+    def _metadata(self, metadata) -> dict:
+        """The run's metadata before it runs (the caller's ``metadata`` last)."""
+        md = run_metadata(self.system, self.method, self.h, self.n_steps, self.save_every, self.options,
+                          members=self.B, kept=list(self.keep) if self.keep else "all")
+        if self.factory is not None:
+            md["params"] = jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), self.params)
+        md.update(metadata or {})
+        return md
+
+    def _programs(self, hj, chunk_saves):
+        """(start, chunk, devices, layout): the compiled programs of the members.
+
+        Raises InputError for a factory whose method build needs concrete parameters."""
+        if self.factory is None:
+            return _compiled_ensemble(self.system, self.method, self.options, self.x0s, hj, self.save_every,
+                                      chunk_saves, self.keep)
         try:
-            start, chunk, devices, layout = _compiled_param_ensemble(factory, method, kwargs, params, x0s, hj,
-                                                             save_every, chunk_saves, keep_t)
+            return _compiled_param_ensemble(self.factory, self.method, self.options, self.params, self.x0s, hj,
+                                            self.save_every, chunk_saves, self.keep)
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as exc:
-            raise InputError(f"ensemble(params=...): {method.name} on this system needs concrete values of "
+            raise InputError(f"ensemble(params=...): {self.method.name} on this system needs concrete values of "
                              f"the parameters when it is built; batch over parameters that enter only the "
                              f"system's callables ({str(exc).splitlines()[0]})") from None
-    full, rem = loop.save_plan(n_steps, save_every)
-    loop.check_memory(full + (2 if rem else 1), 8 * sum(layout.sizes), B, "ensemble")
-    x0s = _pad_members(x0s, devices)
-    md["devices"] = len(devices)
-    t_run = time.perf_counter()
-    state, out0 = start(x0s, hj)
-    nodes = MemoryNodes(loop.node_prefix(out0, True, B), axis=1, layout=layout)
-    r = loop.run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call,
-                        save_every, progress, md, batched=True, members=B,
-                        stop_on_failure=on_failure == "raise")
-    n_nodes = next(iter(r.arrays.values())).shape[1]
-    t = loop.node_times(h, n_steps, save_every, n_nodes)
-    md.update({"wall_time_s": r.wall, "compile_time_s": t_run - t_c,
-               "trajectory_steps_per_second": B * n_steps / r.wall if r.wall > 0 and not r.failures else None})
-    md.update(chart_metadata(r.arrays, h))
-    status = np.where(np.isin(np.arange(B), list(r.failures)), "failed", "ok")
-    if r.failures:
-        md["failures"] = {str(i): {"step": k, "time": k * h, "cause": newton_mod.describe(c)}
-                          for i, (k, c) in sorted(r.failures.items())}
-    if r.failures and on_failure == "raise":
-        i = min(r.failures, key=lambda m: r.failures[m][0])
-        k, cause = r.failures[i]
-        good = k // save_every + 1
-        traj = trajectory(t[:good], {kk: v[i, :good] for kk, v in r.arrays.items()}, dict(md, member=i))
-        raise failure_error(method, k, h, cause, traj, "The member's nodes before it are kept in "
-                            ".trajectory", where=f"ensemble member {i}, ")
-    ens = Ensemble(t, r.arrays, md, status=status)
-    if r.interrupted:
-        from .interrupts import RunInterrupted
-        raise RunInterrupted(f"ensemble: interrupted ({r.interrupted}) at t = {t[-1]:.6g}; the nodes "
-                             f"computed are kept in .trajectory (an Ensemble)", trajectory=ens,
-                             signal_name=r.interrupted)
-    if r.failures:
-        i = min(r.failures)
-        first = md["failures"][str(i)]
-        warnings.warn(EnsembleMemberWarning(
-            f"{len(r.failures)} of {B} ensemble members failed (first: member {i}, "
-            f"{first['cause']} at t = {first['time']:.6g}); the others completed. "
-            f"Ensemble.failed lists them, Ensemble.status says which; their nodes after the failure "
-            f"are NaN (on_failure='raise' raises instead)"), stacklevel=2)
-    return ens
+
+    def go(self, progress, chunk_steps, metadata) -> Ensemble:
+        """Compile, run the chunks, and return the Ensemble (or raise; :meth:`_result`)."""
+        B, h, save_every = self.B, self.h, self.save_every
+        chunk_saves = loop.ensemble_chunk_saves(B, chunk_steps)
+        per_call = loop.nodes_per_call(chunk_saves, save_every, max(1, loop.ENSEMBLE_CHUNK_MEMBER_STEPS // B))
+        md = self._metadata(metadata)
+        hj = jnp.asarray(h, jnp.float64)
+        t_c = time.perf_counter()
+        start, chunk, devices, layout = self._programs(hj, chunk_saves)
+        full, rem = loop.save_plan(self.n_steps, save_every)
+        loop.check_memory(full + (2 if rem else 1), 8 * sum(layout.sizes), B, "ensemble")
+        x0s = _pad_members(self.x0s, devices)
+        md["devices"] = len(devices)
+        t_run = time.perf_counter()
+        state, out0 = start(x0s, hj)
+        nodes = MemoryNodes(loop.node_prefix(out0, True, B), axis=1, layout=layout)
+        r = loop.run_chunks(chunk, layout, state, hj, nodes, self.n_steps, per_call,
+                            save_every, progress, md, batched=True, members=B,
+                            stop_on_failure=self.on_failure == "raise")
+        return self._result(r, md, t_run - t_c)
+
+    def _result(self, r, md, compile_s) -> Ensemble:
+        """The Ensemble of the driver's result ``r``; sets :attr:`warning` when members failed.
+
+        Raises ConvergenceError (``on_failure="raise"``: the member that failed first) or
+        RunInterrupted."""
+        B, h, method = self.B, self.h, self.method
+        n_nodes = next(iter(r.arrays.values())).shape[1]
+        t = loop.node_times(h, self.n_steps, self.save_every, n_nodes)
+        md.update({"wall_time_s": r.wall, "compile_time_s": compile_s,
+                   "trajectory_steps_per_second": B * self.n_steps / r.wall if r.wall > 0 and not r.failures else None})
+        md.update(chart_metadata(r.arrays, h))
+        status = np.where(np.isin(np.arange(B), list(r.failures)), "failed", "ok")
+        if r.failures:
+            md["failures"] = {str(i): {"step": k, "time": k * h, "cause": newton_mod.describe(c)}
+                              for i, (k, c) in sorted(r.failures.items())}
+        if r.failures and self.on_failure == "raise":
+            i = min(r.failures, key=lambda m: r.failures[m][0])
+            k, cause = r.failures[i]
+            good = k // self.save_every + 1
+            traj = trajectory(t[:good], {kk: v[i, :good] for kk, v in r.arrays.items()}, dict(md, member=i))
+            raise failure_error(method, k, h, cause, traj, "The member's nodes before it are kept in "
+                                ".trajectory", where=f"ensemble member {i}, ")
+        ens = Ensemble(t, r.arrays, md, status=status)
+        if r.interrupted:
+            from .interrupts import RunInterrupted
+            raise RunInterrupted(f"ensemble: interrupted ({r.interrupted}) at t = {t[-1]:.6g}; the nodes "
+                                 f"computed are kept in .trajectory (an Ensemble)", trajectory=ens,
+                                 signal_name=r.interrupted)
+        if r.failures:
+            i = min(r.failures)
+            first = md["failures"][str(i)]
+            self.warning = EnsembleMemberWarning(
+                f"{len(r.failures)} of {B} ensemble members failed (first: member {i}, "
+                f"{first['cause']} at t = {first['time']:.6g}); the others completed. "
+                f"Ensemble.failed lists them, Ensemble.status says which; their nodes after the failure "
+                f"are NaN (on_failure='raise' raises instead)")
+        return ens

@@ -1,7 +1,7 @@
 """Binding a method to a system, and the compiled programs of single runs, kept with the system.
 
 :func:`bind` is where the system-kind protocol meets the method: it resolves the kind (or a
-registered view of it, :func:`dalembert.systems.kind.resolve`) *before* anything is traced, and
+registered view of it, :func:`dalembert.methods.kinds.resolve`) *before* anything is traced, and
 builds the method's scheme on the system it integrates. :func:`single_run_programs` compiles the
 start and chunk functions of a single run once per (system, method, options, state shapes); they
 are kept with the system object (weakly, :mod:`dalembert._cache`) and serve every initial state,
@@ -21,7 +21,7 @@ import numpy as np
 from .. import monitors
 from .._cache import cached, hashable
 from ..errors import InputError
-from ..systems.kind import resolve
+from ..methods.kinds import resolve
 from . import loop
 from .xla import compile_lowered
 
@@ -43,7 +43,7 @@ def view_of(system, method, state0) -> tuple:
     """(the system ``method`` integrates, ``convert(*state) -> its initial state``): ``system``
     itself and the identity, or the registered view anchored at ``state0`` (concrete arrays).
 
-    Raises InputError for an incompatible kind (:func:`dalembert.systems.kind.resolve`)."""
+    Raises InputError for an incompatible kind or feature (:func:`dalembert.methods.kinds.resolve`)."""
     view = resolve(system, method, state0)
     if view is None:
         return system, _identity

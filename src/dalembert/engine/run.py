@@ -14,11 +14,14 @@ from jax import lax
 from .. import methods, monitors
 from .._version import __version__
 from ..errors import ConvergenceError, InputError
+from ..methods.kinds import resolve
+from ..results.files import load
+from ..results.metadata import json_default
+from ..results.trajectory import Trajectory, trajectory
 from ..solvers import newton_module as newton_mod
-from ..trajectory import Trajectory
+from ..systems.kind import kind_name
 from . import loop
 from . import stream as stream_mod
-from ..systems.kind import kind_name, resolve
 from .programs import bind, check_options, options_key, single_run_programs, view_of
 
 
@@ -59,13 +62,6 @@ def split_initial_state(system, kwargs: dict):
         raise InputError(f"{getattr(system, 'name', 'system')}: missing initial state "
                          f"{', '.join(missing)} (this system takes {', '.join(names)})")
     return names, [kwargs.pop(n) for n in names]
-
-
-def trajectory(t, arrays: dict, md) -> Trajectory:
-    """A Trajectory from named node arrays: standard names as fields, the rest as extra."""
-    std = ("q", "v", "p", "lam", "energy", "constraint_residual")
-    fields = {k: arrays.pop(k) for k in std if k in arrays}
-    return Trajectory(t=t, metadata=md, extra=arrays, **fields)
 
 
 def failure_error(method, step, h, cause, traj, kept: str, where: str = "") -> ConvergenceError:
@@ -274,9 +270,8 @@ class _Run:
         self.progress, self.chunk_steps = progress, chunk_steps
         self.checkpoint, self.checkpoint_every = checkpoint, checkpoint_every
         if checkpoint is not None:
-            from ..trajectory import _json_default
             try:
-                json.dumps(md, default=_json_default)
+                json.dumps(md, default=json_default)
             except TypeError as exc:
                 raise InputError(f"checkpoint: the run's options/metadata must be JSON values ({exc})") from None
             if not checkpoint_every >= 0:          # (math.inf: only when interrupted)
@@ -381,7 +376,6 @@ class _Run:
                               dict(arrays), self.md)
         if finish is None:
             return trajectory(nodes.file["t"], dict(arrays), self.md)
-        from ..trajectory import load
         return load(nodes.finish(self.md, complete=finish))
 
 

@@ -2,13 +2,10 @@
 end) or streamed to an HDF5 file chunk by chunk (:class:`StreamNodes`), so that a run of any
 length needs memory for one chunk only.
 
-Why HDF5 (through h5py) and not zarr: the users of the field read HDF5 from every language
-they work in (h5py, MATLAB's ``h5read``, Julia's HDF5.jl — GeometricIntegrators.jl's own
-solution files are HDF5 —, C, Fortran, ParaView) and it is one file that moves and archives as
-one; zarr is a directory of chunk files that MATLAB does not read. The trajectory file layout is
-that of :meth:`dalembert.Trajectory.save` with an ``.h5`` suffix: a dataset per node array
-(``t``, ``q``, ``v``, …, leading axis the nodes) and the metadata as a JSON string in the root
-attribute ``metadata``.
+The file is an HDF5 trajectory (:mod:`dalembert.results.hdf5`: the layout of
+:meth:`dalembert.Trajectory.save` with an ``.h5`` suffix, and why HDF5): a dataset per node
+array (``t``, ``q``, ``v``, …, leading axis the nodes) and the metadata as a JSON string in the
+root attribute ``metadata``.
 
 Safety. The nodes are written to ``<path>.partial`` and the file is renamed to ``<path>`` only
 when the run completes (after ``fsync``): a file named ``<path>`` is always a complete run. The
@@ -26,7 +23,6 @@ that read with every flushed row.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -35,11 +31,8 @@ import numpy as np
 
 from .._io import _fsync_dir
 from ..errors import InputError
+from ..results.hdf5 import h5py_module, new_file, write_final_metadata
 
-#: Format tag of a dalembert HDF5 trajectory (root attribute ``format``).
-FORMAT = "dalembert-trajectory/1"
-#: Target bytes per HDF5 chunk of a node array (rows × row size).
-CHUNK_BYTES = 1 << 18
 #: A streamed run is refused when its file would take more than this fraction of the free disk.
 DISK_FRACTION = 0.9
 
@@ -48,19 +41,6 @@ def partial_path(path) -> Path:
     """The file a streamed run writes until it completes: ``<path>.partial``."""
     path = Path(path)
     return path.with_name(path.name + ".partial")
-
-
-def _h5py():
-    try:
-        import h5py
-    except ImportError:                                # pragma: no cover - a dependency
-        raise InputError("streaming output needs h5py (pip install h5py)") from None
-    return h5py
-
-
-def _json(metadata):
-    from ..trajectory import _json_default
-    return json.dumps(metadata, default=_json_default)
 
 
 class MemoryNodes:
@@ -128,7 +108,7 @@ class StreamNodes:
         if prefix is not None:
             self.partial.parent.mkdir(parents=True, exist_ok=True)
             arrays = dict(prefix, t=self.times(0, 1))
-            self.file = _new_file(self.partial, {k: np.asarray(a) for k, a in arrays.items()}, metadata or {})
+            self.file = new_file(self.partial, {k: np.asarray(a) for k, a in arrays.items()}, metadata or {})
             self.count = 1
         else:
             self.file = _resumed(self.partial, nodes + 1)
@@ -172,11 +152,7 @@ class StreamNodes:
         """Close, write the final metadata, and rename a complete run's file to ``path``
         (returned); an incomplete one stays at ``<path>.partial`` (returned)."""
         self.close()
-        with _h5py().File(self.partial, "r+") as f:     # (attributes cannot change under SWMR)
-            f.attrs["metadata"] = _json(metadata)
-            f.attrs["nodes"] = self.count
-            f.flush()
-            os.fsync(f.id.get_vfd_handle())
+        write_final_metadata(self.partial, metadata, self.count)
         if not complete:
             return self.partial
         os.replace(self.partial, self.path)
@@ -184,27 +160,12 @@ class StreamNodes:
         return self.path
 
 
-def _new_file(path: Path, first: dict, metadata: dict, attrs=None):
-    """A new stream file at ``path`` (HDF5 ≥ 1.10 format, for SWMR) with a resizable dataset per
-    array of ``first`` (leading node axis), holding ``first``; open for writing."""
-    f = _h5py().File(path, "w", libver="latest")
-    for k, v in (attrs or {"format": FORMAT, "metadata": _json(metadata)}).items():
-        f.attrs[k] = v
-    for name, a in first.items():
-        row = a.shape[1:]
-        rows = max(1, CHUNK_BYTES // max(1, a.dtype.itemsize * int(np.prod(row, dtype=np.int64))))
-        ds = f.create_dataset(name, shape=(len(a),) + row, maxshape=(None,) + row,
-                              chunks=(rows,) + row, dtype=a.dtype)
-        ds[:] = a
-    return f
-
-
 def _resumed(partial: Path, rows: int):
     """A fresh stream file in place of the partial file of an interrupted (or killed) run, with
     its first ``rows`` rows, open for writing. The old file is read as an SWMR reader (which
     works on a file whose writer was killed) and copied block by block: HDF5 cannot shrink a
     dataset whose writer died in place."""
-    h5py = _h5py()
+    h5py = h5py_module()
     if not partial.exists():
         raise InputError(f"the streamed nodes of this checkpoint, {partial}, are missing: a resumed "
                          f"streamed run continues that file")
@@ -216,7 +177,7 @@ def _resumed(partial: Path, rows: int):
                 raise InputError(f"{partial} holds {min(have.values(), default=0)} nodes, fewer than the "
                                  f"{rows} of its checkpoint (a file of another run?)")
             step = 1 << 16
-            f = _new_file(fresh, {k: old[k][:min(rows, step)] for k in old}, {}, attrs=dict(old.attrs))
+            f = new_file(fresh, {k: old[k][:min(rows, step)] for k in old}, {}, attrs=dict(old.attrs))
             for lo in range(step, rows, step):
                 hi = min(rows, lo + step)
                 for k in old:
@@ -244,76 +205,3 @@ def check_disk(path, n_nodes: int, node_bytes: int):
                          f"{node_bytes:,} bytes), more than {DISK_FRACTION:.0%} of the "
                          f"{free / 2**30:.3g} GiB free there: keep fewer nodes (save_every / --save-every) "
                          f"or write elsewhere")
-
-
-def is_hdf5(path) -> bool:
-    """Whether ``path`` starts with the HDF5 signature."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(8) == b"\x89HDF\r\n\x1a\n"
-    except OSError:
-        return False
-
-
-def write_hdf5(path, arrays: dict, metadata: dict) -> Path:
-    """Write named arrays (``t`` among them) and metadata to an HDF5 file atomically."""
-    from .._io import atomic_path
-    h5py = _h5py()
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["format"] = FORMAT
-            f.attrs["metadata"] = _json(metadata)
-            for k, a in arrays.items():
-                f.create_dataset(k, data=np.asarray(a))
-            f.attrs["nodes"] = len(arrays["t"])
-    return path
-
-
-class DiskArray:
-    """A node array in an HDF5 file, read when indexed (``a[:]``, ``a[::100]``, ``a[-1]``,
-    ``np.asarray(a)``). Each read opens and closes the file, so no handle stays open: the file
-    can be resumed, renamed or rewritten while trajectories that read it are alive."""
-
-    def __init__(self, path, name: str, shape: tuple, dtype):
-        self.path, self.name, self.shape, self.dtype = Path(path), name, tuple(shape), np.dtype(dtype)
-
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
-
-    def __len__(self):
-        return self.shape[0]
-
-    def __getitem__(self, index):
-        with _h5py().File(self.path, "r") as f:
-            return f[self.name][index]
-
-    def __array__(self, dtype=None, copy=None):
-        a = self[()]
-        return a if dtype is None else a.astype(dtype)
-
-    def __repr__(self):
-        return f"DiskArray({str(self.path)!r}, {self.name!r}, shape={self.shape}, dtype={self.dtype})"
-
-
-def read_hdf5(path, lazy: bool = True):
-    """(metadata dict, t, {name: array}) of an HDF5 trajectory file; with ``lazy`` t and the node
-    arrays are :class:`DiskArray` s (read when indexed), else NumPy arrays.
-
-    Raises InputError for a file that is not a readable dalembert HDF5 trajectory."""
-    h5py = _h5py()
-    bad = f"{path} is not a dalembert trajectory file"
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise InputError(f"{bad} (not a readable HDF5 file, truncated or damaged: {exc})") from None
-    try:
-        if f.attrs.get("format") != FORMAT or "t" not in f:
-            raise InputError(f"{bad} (format {f.attrs.get('format')!r}, expected {FORMAT!r}, and a 't')")
-        md = json.loads(f.attrs["metadata"])
-        arrays = {k: (DiskArray(path, k, v.shape, v.dtype) if lazy else np.array(v)) for k, v in f.items()}
-    except (OSError, KeyError, ValueError) as exc:
-        raise InputError(f"{bad} (an array or the metadata cannot be read: {exc})") from None
-    finally:
-        f.close()
-    return md, arrays.pop("t"), arrays

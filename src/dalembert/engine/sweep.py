@@ -6,7 +6,7 @@ into tasks of ``members_per_task``; each task runs :func:`~dalembert.engine.ense
 atomically, under ``out/tasks/``. A task whose file is already there (from an earlier, stopped
 run of the same sweep) is not run again, so a sweep whose worker dies (Dask reruns its tasks
 elsewhere) or whose client is killed (run it again) finishes where it stopped. The task files
-are then gathered into one :class:`~dalembert.engine.ensembles.Ensemble`, saved as
+are then gathered into one :class:`~dalembert.results.ensemble.Ensemble`, saved as
 ``out/sweep.npz``.
 
 A task ships data — the pickled system (or factory), its slice of initial states and parameters,
@@ -27,6 +27,10 @@ import numpy as np
 
 from .._io import atomic_write_text, check_writable_dir
 from ..errors import InputError
+from ..results.ensemble import Ensemble
+from ..results.files import load
+from .ensembles import ensemble
+from .run import check_run, split_initial_state
 
 #: Format tag of ``out/sweep.json``.
 FORMAT = "dalembert-sweep/1"
@@ -61,22 +65,20 @@ def _use_cache(cache_dir: str):
 def run_task(blob: bytes, key: str, spec: dict, states: dict, params, path: str) -> dict:
     """One task of a sweep (runs on a worker): the ensemble of its members, saved to ``path``
     (atomically). Returns ``{"path", "members", "failed"}``. A pure function of its arguments."""
-    import dalembert as dl
     _use_cache(spec["cache_dir"])
     system = _system_on_worker(blob, key)
     kw = dict(spec["options"], **states)
     if params is not None:
         kw["params"] = params
-    ens = dl.ensemble(system, spec["method"], h=spec["h"], t_final=spec["t_final"],
-                      save_every=spec["save_every"], keep=spec["keep"], project=spec["project"],
-                      progress=False, on_failure="keep", metadata={"sweep": key}, **kw)
+    ens = ensemble(system, spec["method"], h=spec["h"], t_final=spec["t_final"],
+                   save_every=spec["save_every"], keep=spec["keep"], project=spec["project"],
+                   progress=False, on_failure="keep", metadata={"sweep": key}, **kw)
     ens.save(path)
     return {"path": path, "members": len(ens), "failed": ens.failed.tolist()}
 
 
 def _task_done(path: Path, key: str, members: int) -> bool:
     """Whether ``path`` holds the complete result of this sweep's task."""
-    from ..trajectory import load
     if not path.exists():
         return False
     try:
@@ -149,9 +151,6 @@ def sweep(system, method, *, out, h, t_final, save_every: int = 1, keep=None, pa
     """
     import cloudpickle
 
-    from ..trajectory import load
-    from .ensembles import Ensemble
-    from .run import check_run, split_initial_state
     h, t_final, save_every, meth = check_run(h, t_final, save_every, method)
     out = check_writable_dir(out, "out")
     names, states = split_initial_state(system if params is None else _probe(system, params), kwargs)

@@ -9,11 +9,12 @@ Lagrangian; a user's own :class:`Method` object is passed to ``dl.integrate`` as
 from __future__ import annotations
 
 from . import (comparison, discrete_gradients, discrete_lagrangians, dla, eps, exp_chart, gni as _gni,
-               gni_symmetric, gonzalez, groupoid, lie_gni, projected_rk, reduced_gni, reduced_rattle, reference as _reference,
-               spark)
+               gni_symmetric, gonzalez, groupoid, kinds, lie_gni, projected_rk, reduced_gni, reduced_rattle,
+               reference as _reference, spark)
 from .base import (Method, Observation, Scheme, StepInfo, Traits, available, get, register,
                    registry)
 from .composition import COEFFICIENTS, Composition, compose
+from .kinds import methods_for
 from .composition import registered as registered_compositions
 from .discrete_gradients import DiscreteGradientMethod
 from .discrete_lagrangians import DiscreteLagrangian
@@ -48,7 +49,6 @@ def accepting(system, state0=None) -> list:
     ``state0``: one initial state (in ``system.state_names`` order), where a feature needs one to be
     decided (whether a callable metric depends on q). The same list ``dalembert list --model X``
     prints and a refusal names."""
-    from ..systems.kind import methods_for
     return methods_for(system, state0)
 
 

@@ -12,7 +12,7 @@ The engine compiles ``step`` into a ``lax.scan``; no Python runs per step. A new
 module that defines a :class:`Method` subclass and its instances in a ``METHODS`` tuple, which
 ``dalembert.methods`` registers (:func:`register`; a user's own method needs no registration:
 pass the object). Its ``traits.integrates`` names the system kinds it takes; the engine refuses
-any other kind before ``build`` runs (:func:`dalembert.systems.kind.resolve`).
+any other kind before ``build`` runs (:func:`dalembert.methods.kinds.resolve`).
 """
 from __future__ import annotations
 

@@ -54,6 +54,7 @@ from ..errors import InputError
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from .discrete_constraints import midpoint_constraint
 from .base import Method, MomentumState, Scheme, StepInfo, Traits, momentum_init, momentum_observe
+from .dla import MIDPOINT as dla_midpoint
 
 _SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.1 (comparison methods, "
            "our reconstructions: docs/theory/celledoni2019.md)")
@@ -141,8 +142,7 @@ class IDLA(Method):
         # the classical variant is the registered DLA (midpoint L_d, midpoint discrete
         # constraint) started with p_0 = G v_0 (its "legendre" start-up); this wrapper only adds
         # the discrete-constraint output and reports the raw node momentum
-        from . import get as _get_method
-        dla = _get_method("dla-midpoint").build(system, q0, rtol=rtol, max_iter=max_iter,
+        dla = dla_midpoint.build(system, q0, rtol=rtol, max_iter=max_iter,
                                                  startup="legendre")
 
         def init(q0_, v0_, h=None):

@@ -102,19 +102,22 @@ class DLA(Method):
         return Scheme(startup_init(system, startup), step, observe)
 
 
+#: The classical DLA: midpoint L_d, midpoint discrete constraint.
+MIDPOINT = DLA(name="dla-midpoint",
+    traits=Traits(
+        order=2, symmetric=True, implicit=True,
+        preserves=(Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint μ(q̄)(q_{k+1}−q_k)/h = ν(q̄)",
+                         discrete_constraint=midpoint_constraint),),
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
+        node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
+        source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 "
+               "(2008) §5 (midpoint L_d and midpoint discrete constraint)",
+        family="dla", integrates=("nonholonomic",)),
+    description="Discrete Lagrange–d'Alembert with midpoint L_d and midpoint discrete constraint.",
+    discrete_lagrangian=dls.midpoint)
+
 METHODS = (
-    DLA(name="dla-midpoint",
-        traits=Traits(
-            order=2, symmetric=True, implicit=True,
-            preserves=(Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint μ(q̄)(q_{k+1}−q_k)/h = ν(q̄)",
-                             discrete_constraint=midpoint_constraint),),
-            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
-            node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
-            source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 "
-                   "(2008) §5 (midpoint L_d and midpoint discrete constraint)",
-            family="dla", integrates=("nonholonomic",)),
-        description="Discrete Lagrange–d'Alembert with midpoint L_d and midpoint discrete constraint.",
-        discrete_lagrangian=dls.midpoint),
+    MIDPOINT,
     # the left-point constraint is an O(h) approximation of μ(q̄)(q_{k+1} − q_k)/h = ν(q̄):
     # globally first order (the registry's conformance test measures 0.91–1.0)
     dla_variant(

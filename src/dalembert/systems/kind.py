@@ -20,7 +20,8 @@ Every method declares the kinds it integrates (``Traits.integrates``). A method 
 kind it does not integrate through a registered **view** (:func:`register_view`): the
 almost-Poisson reduction of a ``NonholonomicSystem`` for the discrete-gradient methods, a
 symmetric ``EulerPoincareSuslovSystem`` as a ``LieNonholonomicSystem`` for the Lie-group GNI.
-:func:`resolve` picks the system (and view) a method integrates, or raises one
+:func:`find_view` picks the view (or none) that makes a system one of the kinds a method
+accepts; :func:`dalembert.methods.kinds.resolve` applies it to a method, or raises one
 :class:`~dalembert.errors.InputError` naming both sides, before anything is traced.
 """
 from __future__ import annotations
@@ -203,64 +204,3 @@ def find_view(system, accepted) -> View | None:
             if (k, target) in _VIEWS:
                 return _VIEWS[(k, target)]
     raise LookupError
-
-
-def resolve(system, method, state0=None) -> View | None:
-    """The view (or None: as it is) through which ``method`` integrates ``system``.
-
-    ``state0``: one validated initial state of ``system``; with it, the system's features
-    (:meth:`SystemKind.features`) are checked against the method's ``traits.accepts`` too.
-
-    Raises
-    ------
-    InputError naming the kinds the method integrates and the methods that integrate this
-    system's kind, when neither the system nor a view of it is of a kind the method declares;
-    or naming the features of the system the method does not accept and the methods that accept
-    the system. A method that declares no kinds (a user's own Method subclass) is given the
-    system as it is; one that declares no ``accepts`` is given any features.
-    """
-    accepted = tuple(method.traits.integrates)
-    try:
-        view = find_view(system, accepted)
-    except LookupError:
-        kind = kind_name(system)
-        fits = methods_for(system, state0)
-        raise InputError(f"method {method.name!r} integrates {' or '.join(accepted)} systems; "
-                         f"{getattr(system, 'name', 'this system')!r} is a {kind} system. Methods for "
-                         f"this system: {', '.join(fits) if fits else 'none'}") from None
-    if state0 is not None:
-        missing = missing_features(method, system, state0)
-        if missing:
-            fits = methods_for(system, state0)
-            raise InputError(f"method {method.name!r} does not accept systems with "
-                             f"{' or '.join(sorted(f.label for f in missing))}, which "
-                             f"{getattr(system, 'name', 'this system')!r} has. Methods that accept this system: "
-                             f"{', '.join(fits) if fits else 'none'}")
-    return view
-
-
-def missing_features(method, system, state0=()) -> frozenset:
-    """The features of ``system`` (with one initial state ``state0``) that ``method`` does not
-    accept (empty when it declares no ``accepts``)."""
-    accepts = method.traits.accepts
-    features = getattr(system, "features", None)
-    if accepts is None or features is None:
-        return frozenset()
-    return frozenset(features(*(state0 or ()))) - accepts
-
-
-def accepts(method, system, state0=None) -> bool:
-    """Whether ``method`` integrates ``system`` (its kind, directly or through a view, and its
-    features; see :func:`resolve`)."""
-    try:
-        find_view(system, tuple(method.traits.integrates))
-    except LookupError:
-        return False
-    return not missing_features(method, system, state0)
-
-
-def methods_for(system, state0=None) -> list:
-    """Names of the registered methods that integrate ``system`` (directly or through a view)
-    and accept its features (decided at ``state0`` where given)."""
-    from ..methods import base as _mb
-    return [name for name, m in _mb.registry().items() if accepts(m, system, state0)]

@@ -1,0 +1,136 @@
+"""The HDF5 result format (through h5py): a dataset per node array (``t``, ``q``, ``v``, …,
+leading axis the nodes), the format tag in the root attribute ``format``, the metadata as a JSON
+string in the root attribute ``metadata`` and the node count in ``nodes``. It is the layout of
+:meth:`dalembert.Trajectory.save` with an ``.h5`` suffix and of streamed runs
+(:mod:`dalembert.engine.stream`, which appends to a file made by :func:`new_file`).
+
+Why HDF5 and not zarr: the users of the field read HDF5 from every language they work in (h5py,
+MATLAB's ``h5read``, Julia's HDF5.jl — GeometricIntegrators.jl's own solution files are HDF5 —,
+C, Fortran, ParaView) and it is one file that moves and archives as one; zarr is a directory of
+chunk files that MATLAB does not read.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .._io import atomic_path
+from ..errors import InputError
+from .metadata import to_json
+
+#: Format tag of a dalembert HDF5 trajectory (root attribute ``format``).
+FORMAT = "dalembert-trajectory/1"
+#: Target bytes per HDF5 chunk of a node array (rows × row size).
+CHUNK_BYTES = 1 << 18
+
+
+def h5py_module():
+    """The h5py module.
+
+    Raises InputError when h5py is not installed."""
+    try:
+        import h5py
+    except ImportError:                                # pragma: no cover - a dependency
+        raise InputError("streaming output needs h5py (pip install h5py)") from None
+    return h5py
+
+
+def new_file(path: Path, first: dict, metadata: dict, attrs=None):
+    """A new HDF5 trajectory file at ``path`` (HDF5 ≥ 1.10 format, for SWMR) with a resizable
+    dataset per array of ``first`` (leading node axis), holding ``first``; open for writing.
+    ``attrs``: the root attributes (default: the format tag and ``metadata``)."""
+    f = h5py_module().File(path, "w", libver="latest")
+    for k, v in (attrs or {"format": FORMAT, "metadata": to_json(metadata)}).items():
+        f.attrs[k] = v
+    for name, a in first.items():
+        row = a.shape[1:]
+        rows = max(1, CHUNK_BYTES // max(1, a.dtype.itemsize * int(np.prod(row, dtype=np.int64))))
+        ds = f.create_dataset(name, shape=(len(a),) + row, maxshape=(None,) + row,
+                              chunks=(rows,) + row, dtype=a.dtype)
+        ds[:] = a
+    return f
+
+
+def write_final_metadata(path, metadata: dict, nodes: int):
+    """Set the root attributes ``metadata`` and ``nodes`` of the closed HDF5 trajectory file at
+    ``path`` (flushed and synced to disk)."""
+    with h5py_module().File(path, "r+") as f:     # (attributes cannot change under SWMR)
+        f.attrs["metadata"] = to_json(metadata)
+        f.attrs["nodes"] = nodes
+        f.flush()
+        os.fsync(f.id.get_vfd_handle())
+
+
+def is_hdf5(path) -> bool:
+    """Whether ``path`` starts with the HDF5 signature."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(8) == b"\x89HDF\r\n\x1a\n"
+    except OSError:
+        return False
+
+
+def write_hdf5(path, arrays: dict, metadata: dict) -> Path:
+    """Write named arrays (``t`` among them) and metadata to an HDF5 file atomically."""
+    h5py = h5py_module()
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["format"] = FORMAT
+            f.attrs["metadata"] = to_json(metadata)
+            for k, a in arrays.items():
+                f.create_dataset(k, data=np.asarray(a))
+            f.attrs["nodes"] = len(arrays["t"])
+    return path
+
+
+class DiskArray:
+    """A node array in an HDF5 file, read when indexed (``a[:]``, ``a[::100]``, ``a[-1]``,
+    ``np.asarray(a)``). Each read opens and closes the file, so no handle stays open: the file
+    can be resumed, renamed or rewritten while trajectories that read it are alive."""
+
+    def __init__(self, path, name: str, shape: tuple, dtype):
+        self.path, self.name, self.shape, self.dtype = Path(path), name, tuple(shape), np.dtype(dtype)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, index):
+        with h5py_module().File(self.path, "r") as f:
+            return f[self.name][index]
+
+    def __array__(self, dtype=None, copy=None):
+        a = self[()]
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self):
+        return f"DiskArray({str(self.path)!r}, {self.name!r}, shape={self.shape}, dtype={self.dtype})"
+
+
+def read_hdf5(path, lazy: bool = True):
+    """(metadata dict, t, {name: array}) of an HDF5 trajectory file; with ``lazy`` t and the node
+    arrays are :class:`DiskArray` s (read when indexed), else NumPy arrays.
+
+    Raises InputError for a file that is not a readable dalembert HDF5 trajectory."""
+    h5py = h5py_module()
+    bad = f"{path} is not a dalembert trajectory file"
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise InputError(f"{bad} (not a readable HDF5 file, truncated or damaged: {exc})") from None
+    try:
+        if f.attrs.get("format") != FORMAT or "t" not in f:
+            raise InputError(f"{bad} (format {f.attrs.get('format')!r}, expected {FORMAT!r}, and a 't')")
+        md = json.loads(f.attrs["metadata"])
+        arrays = {k: (DiskArray(path, k, v.shape, v.dtype) if lazy else np.array(v)) for k, v in f.items()}
+    except (OSError, KeyError, ValueError) as exc:
+        raise InputError(f"{bad} (an array or the metadata cannot be read: {exc})") from None
+    finally:
+        f.close()
+    return md, arrays.pop("t"), arrays
