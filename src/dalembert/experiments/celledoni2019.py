@@ -245,7 +245,7 @@ def fig2(quick, out):
               f"The DG variance is computed for the same {n_dg} states up to t = {T_dg:g}, like the comparison "
               "methods; a DG step on this 13-dimensional form costs ≈ 6–9 µs per member in the ensemble "
               "against 0.2–2 µs for the comparison methods, so the DG rows are most of this experiment's "
-              "wall time (benchmarks/ISSUE3_RESULTS.md); its variance stays at round-off throughout. ")
+              "wall time (benchmarks/results/dg_comparison_speed.md); its variance stays at round-off throughout. ")
     return checks, [_save(fig, out / "figure2.png")], data, notes
 
 
