@@ -1,5 +1,5 @@
-"""What dg_comparison_speed.py, so3_speed.py and rolling_ball_speed.py share: their markdown (a
-note under the heading, print, write) and interleaved timing."""
+"""What the benchmark scripts share: their markdown (a note under the heading, print, write) and
+interleaved timing."""
 from __future__ import annotations
 
 import time

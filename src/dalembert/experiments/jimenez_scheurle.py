@@ -41,11 +41,6 @@ def _energy(omega):
     return 0.5 * np.einsum("ni,ij,nj->n", omega, INERTIA, omega)
 
 
-def _q(u):
-    return u[..., 0] * (INERTIA[1, 0] * u[..., 0] + INERTIA[1, 1] * u[..., 1]) - \
-        u[..., 1] * (INERTIA[0, 0] * u[..., 0] + INERTIA[0, 1] * u[..., 1])
-
-
 def _defect(R):
     return np.linalg.norm(np.eye(3) - np.einsum("nji,njk->nik", R, R), axis=(1, 2))
 

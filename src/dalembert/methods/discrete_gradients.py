@@ -366,7 +366,7 @@ class DiscreteGradientMethod(Method):
         return Scheme(init, step, lambda x, h=None: observe_x(ap, x))
 
 
-def _traits(order, symmetric, dg_name, source, energy=True):
+def _traits(order, symmetric, source, energy=True):
     preserves = (("energy H (exactly, by the discrete-gradient identity (10a))",) if energy else ()) + (
         "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (reduced form, Remark 3.3)",
         "node constraint μ(q_k) v_k = 0 (v_k = X g_D⁻¹ ρ_k, reduced form)")
@@ -380,24 +380,24 @@ def _methods():
     return (
         DiscreteGradientMethod(
             name="dg-avf", gradient="avf",
-            traits=_traits(2, True, "avf", "(14) with Π(x̄) and the AVF DG (11), Gauss–Legendre quadrature"),
+            traits=_traits(2, True, "(14) with Π(x̄) and the AVF DG (11), Gauss–Legendre quadrature"),
             description="Discrete gradient (14) with the average-vector-field DG; energy-exact, order 2."),
         DiscreteGradientMethod(
             name="dg-gonzalez", gradient="gonzalez",
-            traits=_traits(2, True, "gonzalez", "(14) with Π(x̄) and the Gonzalez midpoint DG (12)"),
+            traits=_traits(2, True, "(14) with Π(x̄) and the Gonzalez midpoint DG (12)"),
             description="Discrete gradient (14) with Gonzalez's midpoint DG; energy-exact, order 2."),
         DiscreteGradientMethod(
             name="dg-itoh-abe", gradient="itoh-abe",
-            traits=_traits(1, False, "itoh-abe", "(14) with Π(x̄) and the Itoh–Abe DG (13)"),
+            traits=_traits(1, False, "(14) with Π(x̄) and the Itoh–Abe DG (13)"),
             description="Discrete gradient (14) with the Itoh–Abe coordinate-increment DG; energy-exact, order 1."),
         DiscreteGradientMethod(
             name="dg-itoh-abe-sym", gradient="itoh-abe-sym",
-            traits=_traits(2, True, "itoh-abe-sym",
+            traits=_traits(2, True,
                            "(14) with Π(x̄) and the symmetrised Itoh–Abe DG (ours, not in the paper)"),
             description="Discrete gradient (14) with the symmetrised Itoh–Abe DG; energy-exact, order 2."),
         DiscreteGradientMethod(
             name="implicit-midpoint", gradient="midpoint",
-            traits=_traits(2, True, "midpoint",
+            traits=_traits(2, True,
                            "implicit midpoint rule x' = x + hΠ(x̄)∇H(x̄) on the almost-Poisson form "
                            "(Remark 3.2: the DG methods when H is quadratic)", energy=False),
             description="Implicit midpoint rule on the almost-Poisson form (energy-exact only for quadratic H)."),

@@ -84,7 +84,7 @@ def complement_coefficients(system, complement):
     Returns coefficients(system, q, p, factor) -> (s (m,), μ (m, n)), the signature of
     :func:`reflection_coefficients`. Linear constraints only (ν = 0).
     """
-    def coefficients(system_, q, p, factor):
+    def coefficients(system, q, p, factor):
         mu = system.constraint_matrix(q)
         Z = jnp.asarray(complement(q), jnp.float64)
         return linalg.solve(linalg.mm(mu, Z).T, linalg.vm(p, Z)), mu

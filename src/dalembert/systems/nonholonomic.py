@@ -309,10 +309,6 @@ class NonholonomicSystem(SystemKind):
         """μ(q) v − ν(q), shape (m,)."""
         return linalg.mv(self.constraint_matrix(q), v) - self.constraint_rhs(q)
 
-    def constraint_residual_momentum(self, q, p):
-        """μ G⁻¹ p − ν, shape (m,): the constraint applied to a momentum."""
-        return self.constraint_residual(q, self.factor_metric(q).solve(p))
-
     def projector_Q(self, q):
         """Q = G⁻¹ μᵀ C⁻¹ μ (n, n): the G-orthogonal projector onto D^⊥ (acts on velocities)."""
         C, Gmu = self.constraint_gram(q)
