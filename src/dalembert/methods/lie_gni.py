@@ -48,6 +48,7 @@ from ..errors import InputError
 from ..lie import so3
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from .base import Method, Scheme, StepInfo, Traits
+from .reduced_gni import _PUB as _FJMD2015, ReducedGNI, _traits as _reduced_traits
 
 _PAPER = ("Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) §4.1–§4.4, (7), Thm 1")
 
@@ -387,4 +388,14 @@ METHODS = (
         description="Lie-group GNI (Moser–Veselov l_d) with one impulse per step: a self-adjoint map "
                     "on D*, the base of lie-gni-mv-4/-6.",
         discrete_lagrangian=moser_veselov),
+    # the reduced GNI (:mod:`dalembert.methods.reduced_gni`) on a left trivialization: the
+    # Lie-group GNI for constraints that depend on R, registered here by its name
+    ReducedGNI(
+        name="lie-gni",
+        traits=_reduced_traits(f"{_FJMD2015}, Definition 6.1 on R²×SO(3) in left-trivialised coordinates "
+                               "with a Cayley step (our construction, not in the paper)",
+                               extra=("no chart singularity",)),
+        description="Lie-group GNI for R-dependent constraints (left trivialization): recommended for the "
+                    "sphere; second order, no chart singularity.",
+        require_left=True),
 )
