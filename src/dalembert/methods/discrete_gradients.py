@@ -202,20 +202,17 @@ def dg_step_fn(ap: AlmostPoissonSystem, dg, *, rtol: float = RTOL, max_iter: int
         contracts by O(h) per iteration, to the same solution; Π(x) is evaluated once, for the
         predictor and the Jacobian). For the automatic reduction, whose Π holds the
         basis' derivatives, this removes the second derivatives of the basis from the step
-        (measured, dg-gonzalez, 20 000 steps: sleigh 5.29 → 2.50 µs per step with 1.27 → 1.60
-        Newton iterations, rolling disk 4.41 → 3.37 µs, chaotic quartic 16.0 → 13.5 µs with
-        4.4 → 6.7 iterations; compile 5.6 → 3.9 s on the sleigh).
+        (faster steps and compiles despite more iterations: docs/benchmarks.md, "Measurements
+        behind the code").
     newton_update : "simplified" (default: the Jacobian at the predictor, evaluated and factored
         once per step and reused by every iteration — the predictor is O(h²) from the root, so
         the iteration contracts by O(h³) per step for the exact Jacobian) or "full" (a new
         Jacobian and factorisation in every iteration). Both stop on the same test and give the
-        same solution to the Newton tolerance. Measured on the 13-dimensional chaotic-quartic
-        form (docs/benchmarks.md, issue 3): the autodiff Jacobian and its 13×13 factorisation
-        are ≈ 95 % of a full-Newton step, so "simplified" is several times faster.
-    autodiff : "rev" (default) or "fwd": the mode of the exact Jacobian (N outputs, N inputs). On
-        the chaotic-quartic form reverse mode took 2.0 against 6.1 µs for the Jacobian alone, and
-        the dg-gonzalez step 16 against 20 µs (5.8 against 9.9 µs per member under ``vmap``,
-        B = 200); never slower in our measurements (gearbox, AVF).
+        same solution to the Newton tolerance. On the 13-dimensional chaotic-quartic form the
+        autodiff Jacobian and its factorisation are nearly all of a full-Newton step, so
+        "simplified" is several times faster (docs/benchmarks.md, "Measurements behind the code").
+    autodiff : "rev" (default) or "fwd": the mode of the exact Jacobian (N outputs, N inputs);
+        reverse mode was never slower (docs/benchmarks.md, "Measurements behind the code").
     """
     if jacobian not in ("exact", "midpoint", "frozen"):
         raise InputError(f"jacobian must be 'exact', 'midpoint' or 'frozen'; got {jacobian!r}")

@@ -210,8 +210,8 @@ def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients):
 def _newton_step(system, factor_fn, L_d, rtol, max_iter, coefficients=reflection_coefficients):
     """The implicit step: the pair-groupoid instance of the groupoid GNI
     (:func:`dalembert.methods.groupoid.gni_step`; FL⁻ = −D1 L_d, FL⁺ = D2 L_d, Newton in
-    q_{k+1} − q_k) with this module's reflection (any complement). Measured as fast as the former
-    direct form (benchmarks/groupoid.py)."""
+    q_{k+1} − q_k) with this module's reflection (any complement); as fast as a direct form
+    (benchmarks/groupoid.py)."""
     from . import groupoid
 
     def reflect(x, R, p):
