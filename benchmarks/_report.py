@@ -1,4 +1,4 @@
-"""What the issue benchmarks share: their markdown (a note under the heading, print, write) and
+"""What the benchmark scripts share: their markdown (a note under the heading, print, write) and
 interleaved timing."""
 from __future__ import annotations
 

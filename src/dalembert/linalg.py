@@ -1,10 +1,9 @@
 """Small dense linear algebra for use *inside* a compiled time step.
 
 For the matrix sizes of a nonholonomic step (n up to a few tens), a LAPACK call or even an XLA
-``dot`` costs far more than its arithmetic: on this project's CPU a ``lax.scan`` step written with
-``@`` on 3x3 matrices took 0.58 µs, the same step written with broadcast-multiply-and-sum 0.06 µs
-(see DESIGN.md, "Performance notes"). The functions here keep to elementwise arithmetic, which XLA
-fuses, and fall back to ``jnp.linalg`` beyond :data:`UNROLL_MAX`.
+``dot`` costs far more than its arithmetic (docs/benchmarks.md, "Measurements behind the code").
+The functions here keep to elementwise arithmetic, which XLA fuses, and fall back to
+``jnp.linalg`` beyond :data:`UNROLL_MAX`.
 
 Under ``jax.vmap`` (an ensemble) :func:`solve` and :func:`chord_solve` have their own batching
 rule (``jax.custom_batching.custom_vmap``): the members' matrices are eliminated together with the
@@ -32,15 +31,13 @@ from jax.scipy.linalg import solve_triangular
 UNROLL_MAX = 10
 #: Largest size for which :func:`solve` and :func:`chord_solve` under ``jax.vmap`` eliminate the
 #: members' matrices together as unrolled elementwise arithmetic (:func:`_solve_members`); one
-#: matrix above :data:`UNROLL_MAX` goes to LAPACK. At n = 13 (the discrete-gradient step on the
-#: chaotic quartic system) the members' elimination took 0.40 µs per member and solve, against
-#: 1.0 µs per member for LAPACK's batched LU alone, and it leaves the ensemble's loop in one
-#: kernel, so that it splits over the CPU devices (docs/benchmarks.md, issue 3).
+#: matrix above :data:`UNROLL_MAX` goes to LAPACK. The members' elimination is faster than
+#: LAPACK's batched LU at these sizes and leaves the ensemble's loop in one kernel, so that it
+#: splits over the CPU devices (docs/benchmarks.md, "Measurements behind the code").
 BATCHED_UNROLL_MAX = 16
 #: A single trajectory's solves and chord (simplified Newton) factorisations of size
 #: UNROLL_MAX < n ≤ BATCHED_UNROLL_MAX use the ensembles' elimination with one member instead of
-#: LAPACK (issue 15: through ``dl.integrate`` the 13-unknown discrete-gradient step was 4.0× a C++
-#: loop, through ``dl.ensemble`` with B = 1 1.8×; docs/high_order.md has the measurement).
+#: LAPACK, which is slower at these sizes (docs/high_order.md has the measurement).
 SINGLE_AS_MEMBERS = True
 #: Threshold of the pivoting test of the batched solve (:func:`_solve_members`): a diagonal pivot
 #: is kept when |M_kk| ≥ u·|M_ik| for all i > k (threshold partial pivoting with u = 0.1, as in
@@ -48,10 +45,9 @@ SINGLE_AS_MEMBERS = True
 #: growth per stage is at most 1 + 1/u).
 PIVOT_THRESHOLD = 0.1
 #: Largest size for which :func:`lu_solve` (forward and back substitution with a given factor) is
-#: unrolled. Substitution is cheap to unroll (n²/2 multiply-adds, one fusion): at n = 13 it took
-#: 0.23 µs against 0.68 µs for the two LAPACK triangular solves (0.26 against 0.64 µs per member
-#: under ``vmap``, B = 200), whereas the unrolled elimination of :func:`lu_factor` loses to LAPACK
-#: beyond :data:`UNROLL_MAX` (5.5 against 1.3 µs at n = 13; 19 against 1.3 under ``vmap``).
+#: unrolled. Substitution is cheap to unroll (n²/2 multiply-adds, one fusion) and beats LAPACK's
+#: two triangular solves, whereas the unrolled elimination of :func:`lu_factor` loses to LAPACK
+#: beyond :data:`UNROLL_MAX` (docs/benchmarks.md, "Measurements behind the code").
 SUBSTITUTION_UNROLL_MAX = 32
 
 
@@ -284,12 +280,11 @@ def _solve_members(one, size, in_batched, A, b):
 
     Partial pivoting needs a data-dependent row exchange per member, and a vmapped step keeps
     the members on the leading axis, so each matrix entry of all the members is a strided
-    vector: the batched pivoted elimination runs at about one scalar operation per entry
-    (0.28 µs per member for n = 8), and LAPACK's batched LU is a call outside XLA's kernels
-    (1.0 µs per member for n = 13). Here the members go to the last axis, every entry is a
-    contiguous vector over the members and the elimination is elementwise arithmetic without
-    row exchanges, which XLA vectorises (0.08 µs per member for n = 8; 0.13 with the test below
-    and its ``lax.cond``). Each diagonal pivot must
+    vector: the batched pivoted elimination runs at about one scalar operation per entry, and
+    LAPACK's batched LU is a call outside XLA's kernels. Here the members go to the last axis,
+    every entry is a contiguous vector over the members and the elimination is elementwise
+    arithmetic without row exchanges, which XLA vectorises (timings: docs/benchmarks.md,
+    "Measurements behind the code"). Each diagonal pivot must
     pass the threshold test |M_kk| ≥ u·max_{i>k} |M_ik| (u = :data:`PIVOT_THRESHOLD`; threshold
     partial pivoting, Duff–Erisman–Reid §5.4), which bounds the growth as partial pivoting's
     (1 + 1/u per stage instead of 2). If it fails for any member, the whole batch is solved
@@ -405,10 +400,10 @@ def chord_factor(A):
     Under ``jax.vmap`` (an
     ensemble) with n ≤ :data:`BATCHED_UNROLL_MAX`: the members' matrices themselves (with the
     permutation marked −1), which :func:`chord_solve` eliminates afresh with each right-hand
-    side by :func:`_solve_members`. Measured on the discrete-gradient step of the chaotic
-    quartic system (n = 13, 200 members on 2 CPU devices): 3.7 → 2.8 µs per member-step, though
-    the ≈ 5 eliminations of a step cost about what one LAPACK LU and 5 substitutions cost on one
-    core — LAPACK's batched LU runs outside XLA's kernels and does not split over the devices.
+    side by :func:`_solve_members`: faster for the discrete-gradient ensembles
+    (docs/benchmarks.md, "Measurements behind the code") though the ≈ 5 eliminations of a step
+    cost about what one LAPACK LU and 5 substitutions cost on one core — LAPACK's batched LU runs
+    outside XLA's kernels and does not split over the devices.
     """
     return _chord_factor(A)
 

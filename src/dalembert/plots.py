@@ -2,7 +2,7 @@
 the quick looks of :meth:`Trajectory.plot` and :meth:`Ensemble.plot`. matplotlib with the Agg
 backend (no display needed) unless a backend was chosen before (a notebook's inline one).
 
-Conventions, for every figure the library draws (the report's included, through :func:`_save`):
+Conventions, for every figure the library draws (the report's included, through :func:`save_figure`):
 the Okabe–Ito colour-blind-safe palette; axis labels with their unit, or "dimensionless" (the
 papers' examples are nondimensional; a model whose parameters carry SI units is plotted in SI);
 titles that say what is plotted; log axes with a tick label per decade and, when they span
@@ -78,7 +78,7 @@ _DIMENSIONLESS = [False]
 
 @contextlib.contextmanager
 def dimensionless_labels():
-    """Inside: :func:`_save` marks every axis label without a unit as "(dimensionless)" — the
+    """Inside: :func:`save_figure` marks every axis label without a unit as "(dimensionless)" — the
     papers' experiments, whose quantities are nondimensional."""
     _DIMENSIONLESS.append(True)
     try:
@@ -116,7 +116,7 @@ def run_figures(traj, model, out: Path) -> list[Path]:
     ax.set_title(f"{model.name}: {what}: {cj} against {ci}\n({label}, t ∈ [0, {traj.t[-1]:g}])", fontsize=9)
     ax.legend(fontsize=8)
     ax.set_aspect("equal", adjustable="datalim")
-    files.append(_save(fig, out / "path.png"))
+    files.append(save_figure(fig, out / "path.png"))
 
     fig, ax = plt.subplots(figsize=(6.5, 3.5))
     if "energy" in model.invariants:
@@ -132,7 +132,7 @@ def run_figures(traj, model, out: Path) -> list[Path]:
                      f"E is not an invariant here: the constraint or external forces do work", fontsize=9)
     ax.set_xlabel(t_label)
     ax.grid(True, which="both", alpha=0.3)
-    files.append(_save(fig, out / "energy.png"))
+    files.append(save_figure(fig, out / "energy.png"))
 
     fig, ax = plt.subplots(figsize=(6.5, 3.5))
     res = np.max(np.abs(np.asarray(traj.constraint_residual[::s])), axis=1)
@@ -142,7 +142,7 @@ def run_figures(traj, model, out: Path) -> list[Path]:
     ax.set_ylabel("max |μ(q) v − ν(q)|" + (f" [{unit}, rad/s]" if unit else " (dimensionless)"))
     ax.set_title(f"{model.name}: constraint residual at the nodes ({label})", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    files.append(_save(fig, out / "constraint.png"))
+    files.append(save_figure(fig, out / "constraint.png"))
     return files
 
 
@@ -249,7 +249,7 @@ def convergence_figure(result, path: Path, title: str = "") -> Path:
     ax.set_title(title or f"{result.model}: global error at T against h ({result.reference})", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,7 +288,10 @@ def polish(fig) -> None:
         fig.tight_layout()
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
+    """Write a Matplotlib figure to ``path`` (a PNG at 110 dpi; parent folders created) in the
+    library's conventions (:func:`polish`: unit-less axis labels marked "(dimensionless)"), close it,
+    and return ``path``. The figure may have any number of axes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     polish(fig)
     fig.savefig(path, dpi=110)

@@ -1,4 +1,5 @@
-"""Plain NumPy per-step loops of the rolling-ball schemes: the baseline of the issue-5 benchmark.
+"""Plain NumPy per-step loops of the rolling-ball schemes: the baseline of
+benchmarks/rolling_ball_speed.py.
 
 The *same* schemes as the compiled ones, written from the equations of Ferraro–Jiménez–Martín de
 Diego 2015 and docs/theory/ferraro2015.md the way a careful NumPy user would: one Python

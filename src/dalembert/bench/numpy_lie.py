@@ -1,4 +1,4 @@
-"""Plain NumPy per-step loops of dalembert's SO(3) schemes: the baseline of the issue-4 benchmark.
+"""Plain NumPy per-step loops of dalembert's SO(3) schemes: the baseline of benchmarks/so3_speed.py.
 
 Each loop is the *same* scheme as the compiled one — same equations, start-up, Newton guess, test
 (‖Δx‖∞ ≤ rtol (1 + ‖x‖∞)) and tolerance — written the way a careful NumPy user would: one Python

@@ -3,10 +3,10 @@ for them (:func:`dalembert.engine.loop.step_energy`).
 
 The engine checks after every step that the new state is finite and that the node's energy is
 (a potential log(x) goes NaN where its gradient does not). The energy costs what the state's
-check does not: on the gearbox, V = |q₁₂|²/2 + cos q₃ − ε sin 2q₃ is two transcendental functions,
-0.02 µs of a 0.06 µs ``nh-rattle`` step. But a function built only from operations that map
-finite numbers to finite numbers — sums, products, integer powers, sin, cos, … — is finite at a
-finite state, and checking it again tells nothing. :func:`finite_on_finite` reads the function's
+check does not: evaluating a potential with transcendental functions is a large share of a cheap
+step (docs/benchmarks.md, "Measurements behind the code"). But a function built only from
+operations that map finite numbers to finite numbers — sums, products, integer powers, sin, cos,
+… — is finite at a finite state, and checking it again tells nothing. :func:`finite_on_finite` reads the function's
 jaxpr and says whether it is such a function.
 
 The one exception is overflow: a product or power of finite numbers above ~1e308 is inf (for a

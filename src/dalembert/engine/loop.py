@@ -32,9 +32,9 @@ from .progress import ProgressBar
 
 #: Target number of steps per compiled chunk.
 CHUNK_STEPS = 65536
-#: Largest number of member-steps (members × steps) of one compiled ensemble chunk. Measured
-#: (issue 3, si-dla, B = 200, two CPU devices): chunks of CHUNK_STEPS / B = 327 steps cost 0.15
-#: µs per member-step, chunks of this size 0.10 (the time between chunks is not overlapped).
+#: Largest number of member-steps (members × steps) of one compiled ensemble chunk: chunks of
+#: CHUNK_STEPS / B steps leave much of the time between chunks, which is not overlapped
+#: (docs/benchmarks.md, "Measurements behind the code").
 ENSEMBLE_CHUNK_MEMBER_STEPS = 1 << 22
 #: Saved nodes per compiled chunk of a single run: every run length and save_every shares the
 #: one program (a call runs at most CHUNK_STEPS steps; the nodes past those are padding, which
@@ -108,7 +108,7 @@ def check_memory(n_nodes: int, node_bytes: int, members: int = 1, what: str = "r
     counted twice) exceed :data:`MEMORY_FRACTION` of :func:`available_memory`; the message says
     how to keep less."""
     need = 2 * n_nodes * node_bytes * members
-    if need <= SMALL_RUN_BYTES:        # not worth reading /proc/meminfo for (0.1–0.2 ms a run)
+    if need <= SMALL_RUN_BYTES:        # not worth reading /proc/meminfo for (a file read a run)
         return
     avail = available_memory()
     if avail is None or need <= MEMORY_FRACTION * avail:
@@ -217,7 +217,8 @@ def guarded_step(scheme, system=None, stops: bool = False, select: bool = False)
     The step goes on from ``new`` whatever the checks say, and ``good`` keeps the last good state
     beside it: the checks then lie off the recurrence of the state and the processor overlaps
     them with the next step (selecting the state to step from by the checks put them on its
-    critical path: gearbox, ``nh-rattle``, 0.025 µs per step, half of the step's own cost).
+    critical path, at half the cost of a cheap step: docs/benchmarks.md, "Measurements behind the
+    code").
     ``stops``: the loop stops at the first failed step (:func:`run_steps` with ``early_exit``),
     so ``good`` is just the state the step started from (a copy); otherwise it is selected by the
     checks at every step (a scan of fixed length). After a failure ``new`` is garbage that
@@ -323,11 +324,10 @@ def run_explicit_steps(scheme, system, carry, h, n):
     finite number (a comparison or a select on it) would hide it. ``check_every`` (a data-
     dependent check in the step) and ``on_parasitic="stop"`` use the checked loop.
 
-    Why (gearbox, ``nh-rattle``, through ``dl.integrate``): the finite check of every step cost
-    0.025 µs of 0.085, even off the state's critical path, because the loop's exit depended on
-    it; unchecked the run is 0.062 µs per step, the cost of the bare step and the monitor. The
-    check of the steps again is compiled into the program too: for an explicit step that is a
-    fraction of a second."""
+    Why: the finite check of every step is a large part of a cheap explicit step even off the
+    state's critical path, because the loop's exit depends on it (timings: docs/benchmarks.md,
+    "Measurements behind the code"). The check of the steps again is compiled into the program
+    too."""
     trips = jnp.where(carry[1], n, 0)
     st = lax.fori_loop(0, trips, lambda _, s: scheme.step(s, h)[0], carry[0])
     return checked_after(scheme, system, carry, st, trips, h,
@@ -343,8 +343,8 @@ def unchecked_steps(scheme, system, carry, h, n):
     checked (:func:`make_chunk` with ``fast``; :class:`~dalembert.engine.programs.Rechecked`).
 
     Why: the branch of :func:`checked_after` (a ``lax.cond`` whose other side is the checked
-    loop) at every node, and its selection of the state, cost 0.015–0.15 µs per saved node
-    with save_every = 1, 6–12 % of the node loop (docs/high_order.md, "Node output")."""
+    loop) at every node, and its selection of the state, are a measurable share of the node loop
+    with save_every = 1 (docs/high_order.md, "Node output")."""
     st0, ok0, k0, fail0, cause0 = carry
     trips = jnp.where(ok0, n, 0)
     st = lax.fori_loop(0, trips, lambda _, s: scheme.step(s, h)[0], st0)
@@ -487,8 +487,8 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
     counted the same for every member (a member that failed keeps its last good state, as
     ``take`` below makes it), so that the vmapped step loop has a trip count shared by all
     members; counted per member, the loop became a ``while`` whose every step selects the whole
-    carry under a per-member mask and reduces the masks across the members (spark-lobatto2,
-    chaotic quartic, B = 200: 0.046 → 0.035 µs per member-step). A vmapped loop computes every
+    carry under a per-member mask and reduces the masks across the members (slower:
+    docs/benchmarks.md, "Measurements behind the code"). A vmapped loop computes every
     member's step anyway, so the count saves nothing for a failed member there.
 
     ``run_chunk(state, h, n_active, n_sub, alive) -> (state, records, ok, fail_at, cause, it_sum,
@@ -506,10 +506,10 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
     reports a failure is run again by the chunk made without ``fast`` from the same state, which
     names the first failed step exactly (:class:`~dalembert.engine.programs.Rechecked`).
 
-    Why (measured, docs/benchmarks.md): XLA:CPU's runtime runs the kernels of a loop body one
-    after the other only when all their buffers are small (≤ 512 B) or the body has at most 8
-    kernels; otherwise it schedules them through a concurrent executor whose overhead (about
-    1 µs per iteration on this project's 2-core machine) is 15–20× the cost of a RATTLE step.
+    Why (docs/benchmarks.md, "What decides the speed"): XLA:CPU's runtime runs the kernels of a
+    loop body one after the other only when all their buffers are small (≤ 512 B) or the body has
+    at most 8 kernels; otherwise it schedules them through a concurrent executor whose overhead
+    per iteration is many times the cost of a RATTLE step.
     Writing each node's outputs straight into the chunk-sized arrays put the per-node loop in
     that regime. The step loop's trip count is a runtime argument, so that XLA keeps it a loop
     even for save_every = 1: the step is then compiled the same way for every save_every (the
@@ -649,7 +649,7 @@ def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, p
             n_active, n_sub = (min(per_call, full - done), save_every) if done < full else (1, rem)
             try:
                 # NumPy scalars and arrays: the compiled call takes them as they are (a jnp
-                # array of a Python int is an eager dispatch, ~25 µs each)
+                # array of a Python int is an eager dispatch each)
                 new_state, outs, ok, fail_at, cause, it_sum, it_mx = chunk(
                     state, hj, np.int32(n_active), np.int32(n_sub), alive)
                 outs = np.asarray(outs)

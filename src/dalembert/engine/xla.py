@@ -21,10 +21,8 @@ from ..config import backends_started, enable_compilation_cache
 #: XLA:CPU compiles a ``while`` loop that accesses fewer bytes per iteration than this (and
 #: contains no dot, custom call or scatter) into one native kernel instead of running each of its
 #: kernels through the runtime. XLA's own default is 1 kB, smaller than one step of any method
-#: here. 16 MB also covers the vmapped steps of ensembles (issue 3, measured on the chaotic
-#: quartic system, B = 200, one device: si-dla 0.116 → 0.058 µs per member-step, spark-lobatto2
-#: 0.169 → 0.097; suslov, B = 1000: dreps-euler 35 → 72 M trajectory-steps/s); single
-#: trajectories of small systems are the same as with the previous 64 kB.
+#: here; 16 MB also covers the vmapped steps of ensembles (timings: docs/benchmarks.md,
+#: "Measurements behind the code").
 SMALL_LOOP_BYTES = 1 << 24
 _SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 #: jaxlib (major, minor) versions on which the option has been checked to exist. XLA aborts the
@@ -62,8 +60,8 @@ def request_small_loop_kernels(environ=None) -> bool:
     """Add ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=<SMALL_LOOP_BYTES>`` to
     ``XLA_FLAGS``, so that XLA:CPU compiles each compiled chunk's loops into single kernels.
 
-    Measured (docs/benchmarks.md): nh-rattle on the gearbox 0.6 → 0.17 µs/step, the Newton-based
-    steps 3–4× faster; results are bit-for-bit the same. It takes effect only if JAX's CPU
+    One kernel per loop instead of one dispatch per operation (timings: docs/benchmarks.md, "What
+    decides the speed"); results are bit-for-bit the same. It takes effect only if JAX's CPU
     backend has not started yet and is process-wide: :func:`configure` calls it.
 
     ``DALEMBERT_XLA_SMALL_LOOPS``: ``0`` leaves ``XLA_FLAGS`` alone; ``1`` sets the option on any
@@ -94,9 +92,8 @@ def request_small_loop_kernels(environ=None) -> bool:
 #: Per-executable compiler options of every program dalembert compiles (:func:`compile_lowered`):
 #: no YNNPACK fusions. XLA:CPU 0.10 hands reductions and dots to YNNPACK as custom fusions; for the
 #: tiny reductions of a time step under ``vmap`` (an ensemble) these cost far more than their
-#: arithmetic, and they keep a loop from being compiled into one kernel (measured on the
-#: chaotic-quartic almost-Poisson form, 13 coordinates, B = 200: the Hessian of H 11 → 0.6 µs per
-#: member, a dg-gonzalez step 12.7 → 6.0 µs per member). Results are the same up to the order of
+#: arithmetic, and they keep a loop from being compiled into one kernel (timings:
+#: docs/benchmarks.md, "Measurements behind the code"). Results are the same up to the order of
 #: summation. ``DALEMBERT_XLA_YNN=1`` keeps YNNPACK fusions.
 COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 _OPTIONS_OK: list = []          # [bool] once the options were tried on this jaxlib
@@ -138,7 +135,7 @@ def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
     Parameters
     ----------
     small_loops : add XLA:CPU's small-loop kernel threshold to ``XLA_FLAGS``
-        (:func:`request_small_loop_kernels`; 3–4× faster Newton steps on small systems).
+        (:func:`request_small_loop_kernels`: each compiled loop one kernel).
     cpu_devices : request one JAX CPU device per thread of XLA's CPU pool (and set ``NPROC``),
         so that :func:`dalembert.ensemble` splits its members over the cores
         (:func:`request_cpu_devices`); an int: the number of cores to plan for.
@@ -187,9 +184,8 @@ def request_cpu_devices(environ=None, config=None, cores: int | None = None) -> 
 
     A vmapped time step of a small system is compute-bound on one core; splitting the members
     over the cores, each running its own vmapped loop with no communication, is the remaining
-    factor (measured on this project's 2-core machine, B = 200 on the chaotic quartic system:
-    si-dla 0.058 → 0.031 µs per member-step, i-dla 2.11 → 0.99, dg-gonzalez 5.1 → 3.8).
-    Single trajectories are unaffected (they run on the default device).
+    factor (timings: docs/benchmarks.md, "Measurements behind the code"). Single trajectories are
+    unaffected (they run on the default device).
 
     XLA:CPU runs every device's program on one intra-op thread pool, whose size it reads from
     ``NPROC`` (``DefaultThreadPoolSize``); this sets ``NPROC`` to twice the core count when it
@@ -197,10 +193,8 @@ def request_cpu_devices(environ=None, config=None, cores: int | None = None) -> 
     ensemble uses (:func:`ensemble_devices`):
 
     - with fewer devices than pool threads, the idle threads take pieces of the busy devices'
-      programs and the pieces wait on each other: dg-gonzalez, B = 200, 2 cores: 2.9 µs per
-      member-step on 2 devices with a pool of 3, 3.1 with 4, against 2.2 on 2 devices with a
-      pool of 2 and 2.5 on 4 devices with a pool of 4 (each device's program then runs on one
-      thread); si-dla, spark-lobatto2 and i-dla are the same on 4 devices as on 2;
+      programs and the pieces wait on each other (slower than one device per pool thread, whose
+      program then runs on one thread; timings in docs/benchmarks.md);
     - jaxlib's LAPACK kernels split their work over that same pool and wait for the pieces, so
       when every pool thread runs a device's program that calls LAPACK the process deadlocks
       (seen with a batched 300 × 300 solve, and with a Cholesky and a QR factorisation in one

@@ -27,7 +27,7 @@ from .. import models
 from ..convergence import fitted_order
 from ..engine import ensemble, integrate
 from ..models.chaotic_quartic import initial_state as chaotic_initial_state
-from ..plots import _save, plt
+from ..plots import plt, save_figure
 from .base import Check, check_above, check_below, check_range, experiment
 
 PAPER = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego, Energy-preserving integrators applied "
@@ -245,8 +245,8 @@ def fig2(quick, out):
               f"The DG variance is computed for the same {n_dg} states up to t = {T_dg:g}, like the comparison "
               "methods; a DG step on this 13-dimensional form costs ≈ 6–9 µs per member in the ensemble "
               "against 0.2–2 µs for the comparison methods, so the DG rows are most of this experiment's "
-              "wall time (benchmarks/ISSUE3_RESULTS.md); its variance stays at round-off throughout. ")
-    return checks, [_save(fig, out / "figure2.png")], data, notes
+              "wall time (benchmarks/results/dg_comparison_speed.md); its variance stays at round-off throughout. ")
+    return checks, [save_figure(fig, out / "figure2.png")], data, notes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,7 +402,7 @@ def fig3(quick, out):
     axes[1].set_title(f"(ρ1, ρ2), h = {h}: unstable (0, −0.6) → stable (0, +0.6)", fontsize=9)
     fig.suptitle("Chaplygin sleigh, J = 8, a = m = 1 (Celledoni et al. 2019, Fig. 3)", fontsize=10)
     fig.tight_layout()
-    return checks, [_save(fig, out / "figure3.png")], data, (
+    return checks, [save_figure(fig, out / "figure3.png")], data, (
         "Scheme (23) = implicit midpoint rule on the hand-derived almost-Poisson form (all three DGs coincide "
         "because 𝓗 is quadratic). The eigenvalues are those of the Jacobian of the library's own step "
         "(forward-mode autodiff through the compiled step; its Newton solve differentiates by the implicit-"
@@ -497,7 +497,7 @@ def fig4(quick, out):
     fig.suptitle("Continuous gearbox (H = T + V, a circulating initial state; Celledoni et al. 2019, Fig. 4)",
                  fontsize=10)
     fig.tight_layout()
-    return checks, [_save(fig, out / "figure4.png")], data, (
+    return checks, [save_figure(fig, out / "figure4.png")], data, (
         "H = ½|p|² + V (the paper prints −V, erratum E1, docs/theory/celledoni2019.md#e1: with −V the exact "
         "solution blows up). The paper's initial values are unknown; this circulating state (our choice) shows "
         "SI-DLA's energy growth, which for librating states stays bounded (erratum E12, "

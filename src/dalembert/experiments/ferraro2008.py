@@ -32,12 +32,12 @@ from ..engine.run import compiled, raise_if_failed, solve
 from ..methods import discrete_lagrangians as dls
 from ..methods import get as get_method
 from ..methods.gni import GNIState
-from ..methods.lie_gni import LieGNI, cayley_lagrangian, moser_veselov, moser_veselov_with, _traits
+from ..methods.lie_gni import cayley_lagrangian, lie_gni, moser_veselov, moser_veselov_with
 from ..models.chaplygin_sleigh import ferraro2008_example3
 from ..models.snakeboard import turning_wheels_state
 from ..models.particle import exact_solution as particle_exact
 from ..monitors import detect_parasitic_mode
-from ..plots import plt, _save
+from ..plots import plt, save_figure
 from .base import Check, check_above, check_below, check_range, experiment
 
 PAPER = "Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) 1911–1928"
@@ -146,7 +146,7 @@ def particle_energy(quick, out):
         ax.set_xlabel("t")
         ax.set_ylabel("½|Δq_k/h|²")
         ax.legend(fontsize=8)
-    return checks, [_save(fig, out / "particle_energy.png")], data, (
+    return checks, [save_figure(fig, out / "particle_energy.png")], data, (
         "The energy of DLA is evaluated with the same formula (the paper does not say which; note A9 of "
         "docs/theory/ferraro2008.md).")
 
@@ -182,7 +182,7 @@ def particle_order(quick, out):
     ax.set_ylabel("|q_N − q(T)|, T = 5")
     ax.set_title("Example 1, setup A (+: our reference numbers)", fontsize=9)
     ax.legend(fontsize=8)
-    return checks, [_save(fig, out / "particle_order.png")], data, ""
+    return checks, [save_figure(fig, out / "particle_order.png")], data, ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,7 +279,7 @@ def sleigh_fig5(quick, out):
             "ratio_dla_left_over_mid": [float(ratio_bad.min()), float(np.median(ratio_bad)), float(ratio_bad.max())],
             "ratio_gni_over_mid": [float(ratio_gni.min()), float(np.median(ratio_gni)), float(ratio_gni.max())],
             "energy_max_rel_dev": erel, "h_independence": worst}
-    return checks, [_save(fig, out / "sleigh_fig5.png")], data, (
+    return checks, [save_figure(fig, out / "sleigh_fig5.png")], data, (
         "h = 1 (step units): the paper's h is not given and the iterates do not depend on it. "
         "q1 is the fitted exact solution at t = h (it rounds to the printed q1).")
 
@@ -351,7 +351,7 @@ def sleigh_instability(quick, out):
             "monitor": {"step": r.step, "onset": r.onset, "growth_rate": r.growth_rate},
             "gni_errors": {int(k_): float(errs[GNI][k_]) for k_ in (100, 150, 200, 250) if k_ <= n},
             "dla_mid_max_error": float(errs["dla-midpoint"].max())}
-    return checks, [_save(fig, out / "sleigh_instability.png")], data, (
+    return checks, [save_figure(fig, out / "sleigh_instability.png")], data, (
         "Refining h only delays the blow-up (docs/theory/ferraro2008.md). The monitor is dalembert.monitors.detect_parasitic_mode; "
         "dl.integrate runs it after GNI runs and warns with ParasiticModeWarning.")
 
@@ -378,10 +378,10 @@ def lie_systems():
     }
 
 
-MV_MISMATCHED = LieGNI(name="lie-gni-mv-mismatched", traits=_traits(1, "negative control (ours)"),
-                       discrete_lagrangian=moser_veselov_with(np.diag([0.3, 0.7, 1.1])))
-MV = LieGNI(name="lie-gni-mv*", traits=_traits(2, "MV"), discrete_lagrangian=moser_veselov)
-CAY = LieGNI(name="lie-gni-cayley*", traits=_traits(2, "Cayley"), discrete_lagrangian=cayley_lagrangian)
+#: the negative control (ours): the MV form with a J_d that does not match the inertia (order 1)
+MV_MISMATCHED = lie_gni(moser_veselov_with(np.diag([0.3, 0.7, 1.1])), name="lie-gni-mv-mismatched", order=1)
+MV = lie_gni(moser_veselov, name="lie-gni-mv*")
+CAY = lie_gni(cayley_lagrangian, name="lie-gni-cayley*")
 
 
 class _Nodes(dict):
@@ -458,7 +458,7 @@ def lie_energy(quick, out):
     ax.set_ylabel("|E_k/E_0 − 1|")
     ax.set_title(f"SO(3), h = 0.05: energy of the Lie-group GNI ({n} steps)", fontsize=9)
     ax.legend(fontsize=7)
-    return checks, [_save(fig, out / "lie_energy.png")], data, (
+    return checks, [save_figure(fig, out / "lie_energy.png")], data, (
         "The energy is exact even where the trajectory is not: with a non-invariant D the continuous motion can "
         "be attracting (for 𝕀 = Id here ω(t) converges to a constant) and the GNI's parasitic period-2 mode then "
         "grows, as on the sleigh (docs/theory/ferraro2008.md); data[...]['parasitic_mode_step'] is where the monitor fires. "
@@ -532,7 +532,7 @@ def theorem2_complement(quick, out):
     for ax in axes:
         ax.legend(fontsize=8)
     fig.suptitle(f"snakeboard, nh-rattle (midpoint L_d, V = 0), h = {h}", fontsize=9)
-    return checks, [_save(fig, out / "theorem2_complement.png")], data, (
+    return checks, [save_figure(fig, out / "theorem2_complement.png")], data, (
         "The complement is spanned by the columns of a fixed random (5, 2) matrix Z (seed 22); the projector "
         "Q = Z(μZ)⁻¹μ is then not 𝕀-orthogonal, the reflection (P − Q)* is not an isometry and the scheme "
         "is not stable (docs/theory/ferraro2008.md).")

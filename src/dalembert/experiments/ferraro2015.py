@@ -26,7 +26,7 @@ from ..methods.gni import affine_reflection
 from ..models import rolling_ball as rb
 from matplotlib.ticker import NullFormatter
 
-from ..plots import plt, _save
+from ..plots import plt, save_figure
 from .base import check_above, check_below, check_range, experiment
 
 PAPER = "Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871–900"
@@ -82,7 +82,7 @@ def orders(quick, out):
         ax.set_ylabel("max |q(T) − q_ref(T)|")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    figs = [_save(fig, out / "orders.png")]
+    figs = [save_figure(fig, out / "orders.png")]
     return checks, figs, data, ("Errors are final-time max-norm errors in q against the reference ODE "
                                 "(DOP853, rtol = atol = 1e-13). Start-up: p⁺₀ = G v₀ (Legendre).")
 
@@ -158,7 +158,7 @@ def adjointness(quick, out):
     ax.set_ylabel("|round trip − identity|")
     ax.legend(fontsize=8)
     ax.set_title(f"Adjointness of GNI-A and GNI-B, h = {h} ({count} random states)", fontsize=9)
-    return checks, [_save(fig, out / "adjointness.png")], data, (
+    return checks, [save_figure(fig, out / "adjointness.png")], data, (
         "In the staggered variables the identity holds only on the state manifolds S_A(h), S_B(h) "
         "(λ̃ is part of the state); in T*Q variables the adjoint of GNI-A is C∘GNI-B∘C everywhere.")
 
@@ -204,7 +204,7 @@ def _error_panels(hs, err, orders_text, title, guides, path, styles=("o-", "s--"
         ax.grid(True, which="both", alpha=0.3)
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.legend(fontsize=6)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _exact_second_point(model, h):
@@ -308,7 +308,7 @@ def ball_fig2(quick, out):
     ax.set_ylabel("y")
     ax.legend(fontsize=8)
     ax.set_title("Homogeneous ball on a turning table: contact point", fontsize=9)
-    figs = [_save(fig, out / "fig2_circle.png")]
+    figs = [save_figure(fig, out / "fig2_circle.png")]
     data = {"centre": centre.tolist(), "radius": radius, "exact_centre": centre_ex.tolist(),
             "exact_radius": radius_ex, "kappa": kappa, "drift": drift,
             "speed_range": [float(np.min(np.hypot(*tr.xdot.T))), float(np.max(np.hypot(*tr.xdot.T)))],
@@ -456,7 +456,7 @@ def ball_fig3(quick, out):
         ax.set_title(f"{case}: I = ({pp['I1']:g}, {pp['I2']:g}, {pp['I3']:g}), m = {pp['m']:g}, T = {data[case]['T']:g}",
                      fontsize=9)
         ax.legend(fontsize=7)
-    figs = [_save(fig, out / "fig3_paths.png")]
+    figs = [save_figure(fig, out / "fig3_paths.png")]
     notes = ("Chaos: the dynamics amplify errors about 10× per 20 time units, so agreement with the reference "
              "is quantitative only up to t ≈ 40 and qualitative afterwards (docs/theory/ferraro2015.md). The "
              "inertias are inputs: "
@@ -568,7 +568,7 @@ def ball_fig4(quick, out):
     axes[1].xaxis.set_minor_formatter(NullFormatter())
     axes[1].grid(True, which="both", alpha=0.3)
     axes[1].legend(fontsize=7)
-    figs = [_save(fig, out / "fig4_energy.png")]
+    figs = [save_figure(fig, out / "fig4_energy.png")]
     notes = ("E_k is the energy of the node velocity from the averaged momentum (constraint-consistent), "
              "not the forward-difference energy of our earlier reproduction, so magnitudes differ from "
              "its 1.33e-2 (exp chart, h = 0.01); the orders are the claim. For lie-gni both are "

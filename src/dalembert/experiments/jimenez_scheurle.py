@@ -24,7 +24,7 @@ from ..convergence import fitted_order
 from ..lie import so3
 from ..engine.run import compiled, final_state, raise_if_failed, solve
 from ..models.suslov import INERTIA, exact_omega, reconstruct_reference
-from ..plots import _save, plt
+from ..plots import plt, save_figure
 from .base import Check, check_below, check_range, experiment
 
 PAPER = ("F. Jiménez & J. Scheurle, On the discretization of the Euler–Poincaré–Suslov equations "
@@ -39,11 +39,6 @@ def _setup():
 
 def _energy(omega):
     return 0.5 * np.einsum("ni,ij,nj->n", omega, INERTIA, omega)
-
-
-def _q(u):
-    return u[..., 0] * (INERTIA[1, 0] * u[..., 0] + INERTIA[1, 1] * u[..., 1]) - \
-        u[..., 1] * (INERTIA[0, 0] * u[..., 0] + INERTIA[0, 1] * u[..., 1])
 
 
 def _defect(R):
@@ -139,7 +134,7 @@ def fig1(quick, out):
         x.set_xlabel("t")
         x.grid(alpha=0.3)
     fig.suptitle("Suslov problem, ε = 1e-3 (Jiménez–Scheurle Fig. 1)", fontsize=10)
-    figs = [_save(fig, out / "fig1.png")]
+    figs = [save_figure(fig, out / "fig1.png")]
     data = {"eps": h, "T": T, "max_du_mp_vi": du, "err_mp": e_mp, "err_vi": e_vi, "err_lam_mp": el_mp,
             "err_lam_paper59": el_59, "t_err_lam_paper59": t59, "err_lam_vi_consistent": el_cons,
             "energy_drift_mp": dE_mp, "energy_change_vi": dE_vi_end}
@@ -243,7 +238,7 @@ def fig2(quick, out):
         x.set_xlabel("t")
         x.grid(alpha=0.3)
     fig.suptitle(f"Suslov problem, ε = 1, T = {T:g} (Jiménez–Scheurle Fig. 2)", fontsize=10)
-    figs = [_save(fig, out / "fig2.png")]
+    figs = [save_figure(fig, out / "fig2.png")]
     data = {"eps": h, "T": T, "max_u_error": err, "max_energy_error": dE, "vi_energy_change": vi_end,
             "vi_final_u": vi["omega"][-1, :2].tolist(), "midpoint_lambda_error": el_mp,
             "fig2_claim_vi_beats_midpoint_in_energy": bool(dE["eps-variational"] < dE["eps-midpoint"])}
@@ -344,7 +339,7 @@ def orders(quick, out):
         x.set_xlabel("ε")
         x.grid(True, which="both", alpha=0.3)
         x.legend(fontsize=7)
-    figs = [_save(fig, out / "orders.png")]
+    figs = [save_figure(fig, out / "orders.png")]
     return checks, figs, data, ("Local errors from u0 against our exact solution; the VI λ is compared "
                                 "at t_k + ε/2 (its natural time tag, erratum E15) for the corrected multiplier. Values at round-off are "
                                 "dropped from the fits.")
@@ -465,7 +460,7 @@ def perturbation(quick, out):
     ax.set_title("§7: size of the perturbation whose period map is the scheme", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    figs = [_save(fig, out / "perturbation.png")]
+    figs = [save_figure(fig, out / "perturbation.png")]
     return checks, figs, data, ("Our construction for checking §7 (docs/theory/jimenez-scheurle2015.md); our "
                                 "exact flow F is used for both positive and negative times.")
 
@@ -613,7 +608,7 @@ def unreduced(quick, out):
     ax[1].legend(fontsize=7)
     for x in ax:
         x.grid(True, which="both", alpha=0.3)
-    figs = [_save(fig, out / "unreduced.png")]
+    figs = [save_figure(fig, out / "unreduced.png")]
     data = {"h": h, "T": T, "max_dg": dg, "max_dlam": dlam, "eps": eps.tolist(), "local": loc, "global": glob}
     return checks, figs, data, ("The unreduced solve pairs the ambient (Euclidean) gradients of L_d(G0, G1) "
                                 "with the tangent vectors g_k ê_i, not the reduced equations (29) in W_k. Erratum E12 "

@@ -19,7 +19,7 @@ from .composition import registered as registered_compositions
 from .discrete_gradients import DiscreteGradientMethod
 from .discrete_lagrangians import DiscreteLagrangian
 from .dla import DLA, dla_variant, left_point_constraint, midpoint_constraint
-from .gni import GNI, _gni_traits, gni
+from .gni import GNI, gni
 from .lie_gni import LieGNI, lie_gni as make_lie_gni
 from .reference import Reference, reference_solution
 

@@ -28,8 +28,9 @@ I-DLA is the registered ``dla-midpoint``, which is the same scheme with a Newton
   Both are order 2 and symmetric. The classical variant is built from the registered
   ``dla-midpoint`` with ``startup="legendre"`` (p_0 = G v_0): the same scheme, with this method's
   outputs (raw p_k and ``discrete_constraint``).
-* ``spark-lobatto2`` (Jay 2003: 2-stage Lobatto IIIA–B SPARK; a "nonholonomic
-  RATTLE"): P = p0 + (h/2)(−∇V(q0) + μ(q0)ᵀΛ1),  q1 = q0 + h G⁻¹P,  (μ(q0) + μ(q1)) G⁻¹P = 0;
+* ``spark-lobatto2`` (defined and registered with its siblings in :mod:`dalembert.methods.spark`,
+  family ``spark``; Jay 2003: 2-stage Lobatto IIIA–B SPARK; a "nonholonomic RATTLE"):
+  P = p0 + (h/2)(−∇V(q0) + μ(q0)ᵀΛ1),  q1 = q0 + h G⁻¹P,  (μ(q0) + μ(q1)) G⁻¹P = 0;
   p1 = P + (h/2)(−∇V(q1) + μ(q1)ᵀΛ2),  μ(q1)G⁻¹p1 = 0. The first block is solved for hΛ1 by
   Newton (m unknowns), the second is an m × m linear solve. Order 2, symmetric, endpoint
   constraint exact.
@@ -162,38 +163,6 @@ class IDLA(Method):
         return Scheme(init, step, observe)
 
 
-@dataclass(frozen=True, eq=False)
-class SparkLobatto2(Method):
-    """2-stage Lobatto IIIA–B SPARK (see module doc). Build options: rtol, max_iter."""
-
-    def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
-        factor_fn = system.factor_metric
-        f = factor_fn(q0)
-
-        def step(state, h):
-            q, p = state
-            mu0 = system.constraint_matrix(q)
-            pk = p - 0.5 * h * system.grad_potential(q)
-
-            def stage(ell):
-                P = pk + linalg.vm(ell, mu0)          # ell = (h/2) Λ1
-                W = f.solve(P)
-                return P, W, q + h * W
-
-            def F(ell):
-                _, W, q1 = stage(ell)
-                return linalg.mv(mu0 + system.constraint_matrix(q1), W)
-
-            res = newton(F, _impulse_guess(system, f, mu0, pk), rtol=rtol, max_iter=max_iter)
-            P, _, q1 = stage(res.x)
-            pstar = P - 0.5 * h * system.grad_potential(q1)
-            mu1 = system.constraint_matrix(q1)
-            p1 = pstar + linalg.vm(_impulse_guess(system, f, mu1, pstar), mu1)
-            return MomentumState(q1, p1), StepInfo(res.converged, res.iterations)
-
-        return Scheme(momentum_init(system), step, momentum_observe(factor_fn))
-
-
 def _traits(preserves, node_velocity, source, explicit_when=""):
     return Traits(order=2, symmetric=True, implicit=True, preserves=preserves,
                   node_velocity=node_velocity, source=source, family="comparison", integrates=("nonholonomic",),
@@ -223,15 +192,6 @@ def _methods():
                 f"{_SOURCE}; classical DLA with the midpoint L_d and the endpoint "
                 "alternative; constant G, linear constraints"),
             description="Implicit DLA, midpoint L_d: discrete midpoint constraint (default) or endpoint constraint."),
-        SparkLobatto2(
-            name="spark-lobatto2",
-            traits=_traits(
-                (Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = 0"),),
-                "v_k = G⁻¹p_k (on the constraint)",
-                f"{_SOURCE}; Jay 2003 (BIT 43:93) 2-stage Lobatto IIIA–B SPARK; constant G, "
-                "linear constraints",
-                "one Newton iteration when μ(q1) does not depend on the coordinates the impulse moves"),
-            description="2-stage Lobatto IIIA–B SPARK (nonholonomic RATTLE); not energy-preserving."),
     )
 
 

@@ -204,20 +204,17 @@ def dg_step_fn(ap: AlmostPoissonSystem, dg, *, rtol: float = RTOL, max_iter: int
         contracts by O(h) per iteration, to the same solution; Π(x) is evaluated once, for the
         predictor and the Jacobian). For the automatic reduction, whose Π holds the
         basis' derivatives, this removes the second derivatives of the basis from the step
-        (measured, dg-gonzalez, 20 000 steps: sleigh 5.29 → 2.50 µs per step with 1.27 → 1.60
-        Newton iterations, rolling disk 4.41 → 3.37 µs, chaotic quartic 16.0 → 13.5 µs with
-        4.4 → 6.7 iterations; compile 5.6 → 3.9 s on the sleigh).
+        (faster steps and compiles despite more iterations: docs/benchmarks.md, "Measurements
+        behind the code").
     newton_update : "simplified" (default: the Jacobian at the predictor, evaluated and factored
         once per step and reused by every iteration — the predictor is O(h²) from the root, so
         the iteration contracts by O(h³) per step for the exact Jacobian) or "full" (a new
         Jacobian and factorisation in every iteration). Both stop on the same test and give the
-        same solution to the Newton tolerance. Measured on the 13-dimensional chaotic-quartic
-        form (docs/benchmarks.md, issue 3): the autodiff Jacobian and its 13×13 factorisation
-        are ≈ 95 % of a full-Newton step, so "simplified" is several times faster.
-    autodiff : "rev" (default) or "fwd": the mode of the exact Jacobian (N outputs, N inputs). On
-        the chaotic-quartic form reverse mode took 2.0 against 6.1 µs for the Jacobian alone, and
-        the dg-gonzalez step 16 against 20 µs (5.8 against 9.9 µs per member under ``vmap``,
-        B = 200); never slower in our measurements (gearbox, AVF).
+        same solution to the Newton tolerance. On the 13-dimensional chaotic-quartic form the
+        autodiff Jacobian and its factorisation are nearly all of a full-Newton step, so
+        "simplified" is several times faster (docs/benchmarks.md, "Measurements behind the code").
+    autodiff : "rev" (default) or "fwd": the mode of the exact Jacobian (N outputs, N inputs);
+        reverse mode was never slower (docs/benchmarks.md, "Measurements behind the code").
     """
     if jacobian not in ("exact", "midpoint", "frozen"):
         raise InputError(f"jacobian must be 'exact', 'midpoint' or 'frozen'; got {jacobian!r}")
@@ -368,7 +365,7 @@ class DiscreteGradientMethod(Method):
         return Scheme(init, step, lambda x, h=None: observe_x(ap, x))
 
 
-def _traits(order, symmetric, dg_name, source, energy=True):
+def _traits(order, symmetric, source, energy=True):
     preserves = ((Claim(Invariant.ENERGY, "energy H (exactly, by the discrete-gradient identity (10a))"),)
                  if energy else ()) + (
         Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (reduced form, Remark 3.3)",
@@ -384,24 +381,24 @@ def _methods():
     return (
         DiscreteGradientMethod(
             name="dg-avf", gradient="avf",
-            traits=_traits(2, True, "avf", "(14) with Π(x̄) and the AVF DG (11), Gauss–Legendre quadrature"),
+            traits=_traits(2, True, "(14) with Π(x̄) and the AVF DG (11), Gauss–Legendre quadrature"),
             description="Discrete gradient (14) with the average-vector-field DG; energy-exact, order 2."),
         DiscreteGradientMethod(
             name="dg-gonzalez", gradient="gonzalez",
-            traits=_traits(2, True, "gonzalez", "(14) with Π(x̄) and the Gonzalez midpoint DG (12)"),
+            traits=_traits(2, True, "(14) with Π(x̄) and the Gonzalez midpoint DG (12)"),
             description="Discrete gradient (14) with Gonzalez's midpoint DG; energy-exact, order 2."),
         DiscreteGradientMethod(
             name="dg-itoh-abe", gradient="itoh-abe",
-            traits=_traits(1, False, "itoh-abe", "(14) with Π(x̄) and the Itoh–Abe DG (13)"),
+            traits=_traits(1, False, "(14) with Π(x̄) and the Itoh–Abe DG (13)"),
             description="Discrete gradient (14) with the Itoh–Abe coordinate-increment DG; energy-exact, order 1."),
         DiscreteGradientMethod(
             name="dg-itoh-abe-sym", gradient="itoh-abe-sym",
-            traits=_traits(2, True, "itoh-abe-sym",
+            traits=_traits(2, True,
                            "(14) with Π(x̄) and the symmetrised Itoh–Abe DG (ours, not in the paper)"),
             description="Discrete gradient (14) with the symmetrised Itoh–Abe DG; energy-exact, order 2."),
         DiscreteGradientMethod(
             name="implicit-midpoint", gradient="midpoint",
-            traits=_traits(2, True, "midpoint",
+            traits=_traits(2, True,
                            "implicit midpoint rule x' = x + hΠ(x̄)∇H(x̄) on the almost-Poisson form "
                            "(Remark 3.2: the DG methods when H is quadratic)", energy=False),
             description="Implicit midpoint rule on the almost-Poisson form (energy-exact only for quadratic H)."),

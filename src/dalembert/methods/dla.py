@@ -83,11 +83,8 @@ class DLA(Method):
             f = factor_fn(q)
             s, _ = reflection_coefficients(system, q, p, f)
             x0 = q + h * f.solve(p - linalg.vm(s, mu))
-            # the Jacobian in reverse mode (F contains the gradient D1 L_d): measured on the
-            # chaotic quartic system (n = 7, m = 1) 0.28 against 0.40 µs per member for Jacobian
-            # and solve in a vmapped ensemble, and never slower alone (i-dla 2.9 against 3.0 µs
-            # per step; dla-midpoint on the snakeboard 2.6 against 3.0, Chaplygin sleigh 0.90
-            # against 1.03)
+            # the Jacobian in reverse mode (F contains the gradient D1 L_d): faster in a vmapped
+            # ensemble and never slower alone (docs/benchmarks.md, "Measurements behind the code")
             res = newton(F, jnp.concatenate([x0, jnp.zeros(m)]), jacobian=jax.jacrev(F), rtol=rtol,
                          max_iter=max_iter)
             x = res.x[:n]

@@ -85,7 +85,7 @@ def complement_coefficients(system, complement):
     Returns coefficients(system, q, p, factor) -> (s (m,), μ (m, n)), the signature of
     :func:`reflection_coefficients`. Linear constraints only (ν = 0).
     """
-    def coefficients(system_, q, p, factor):
+    def coefficients(system, q, p, factor):
         mu = system.constraint_matrix(q)
         Z = jnp.asarray(complement(q), jnp.float64)
         return linalg.solve(linalg.mm(mu, Z).T, linalg.vm(p, Z)), mu
@@ -211,8 +211,8 @@ def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients):
 def _newton_step(system, factor_fn, L_d, rtol, max_iter, coefficients=reflection_coefficients):
     """The implicit step: the pair-groupoid instance of the groupoid GNI
     (:func:`dalembert.methods.groupoid.gni_step`; FL⁻ = −D1 L_d, FL⁺ = D2 L_d, Newton in
-    q_{k+1} − q_k) with this module's reflection (any complement). Measured as fast as the former
-    direct form (benchmarks/groupoid.py)."""
+    q_{k+1} − q_k) with this module's reflection (any complement); as fast as a direct form
+    (benchmarks/groupoid.py)."""
     from . import groupoid
 
     def reflect(x, R, p):

@@ -26,8 +26,8 @@ Kahan–Li and McLachlan raise it to 4, 6 and 8 (``nh-rattle-4`` …, ``gni-midp
 
 **Cost.** With a constant G and L_d = L_d^SV the drift is explicit and the Newton unknowns are the
 m impulses only (a simplified Newton iteration: one m×m Jacobian per step); otherwise Newton on
-(q_{k+1}, ℓ), n + m unknowns. Measured on the gearbox: 0.31 µs per step against 0.17 µs for
-``nh-rattle`` (explicit, one m×m solve).
+(q_{k+1}, ℓ), n + m unknowns: about twice the cost of a ``nh-rattle`` step (explicit, one m×m
+solve; docs/benchmarks.md, "Measurements behind the code").
 
 Reported at the nodes: q_k, p_k (on D*), v_k = G⁻¹p_k (the constraint holds to round-off) and the
 multiplier λ = −(2/h) ℓ of the step that ended at t_k (Lagrange–d'Alembert sign convention; an
@@ -115,7 +115,7 @@ class SymmetricGNI(Method):
     Build options: ``fast_path`` (default True: the kick–drift–kick form when G is constant and
     L_d has a potential weight, e.g. L_d^SV), ``rtol``, ``max_iter`` (Newton), ``simplified``
     (default True: on the kick–drift–kick path, the m × m Jacobian is evaluated once per step, at
-    the guess from the last step's multiplier — 18 % faster on the gearbox, same tolerance;
+    the guess from the last step's multiplier — cheaper than a full iteration, same tolerance;
     False: a full Newton iteration), ``compensated`` (default True: on the kick–drift–kick path,
     the increments of q and p are summed by Kahan's method, :func:`~dalembert.methods.base.kahan_add`).
     """

@@ -44,11 +44,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
-from ..declarations import Claim, Invariant
+from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from ..lie import so3
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from .base import Method, Scheme, StepInfo, Traits
+from .reduced_gni import _PUB as _FJMD2015, REDUCED_FEATURES, ReducedGNI, _traits as _reduced_traits
 
 _PAPER = ("Ferraro, Iglesias-Ponte, Martín de Diego, Nonlinearity 21 (2008) §4.1–§4.4, (7), Thm 1")
 
@@ -399,4 +400,14 @@ METHODS = (
         description="Lie-group GNI (Moser–Veselov l_d) with one impulse per step: a self-adjoint map "
                     "on D*, the base of lie-gni-mv-4/-6.",
         discrete_lagrangian=moser_veselov),
+    # the reduced GNI (:mod:`dalembert.methods.reduced_gni`) on a left trivialization: the
+    # Lie-group GNI for constraints that depend on R, registered here by its name
+    ReducedGNI(
+        name="lie-gni",
+        traits=_reduced_traits(f"{_FJMD2015}, Definition 6.1 on R²×SO(3) in left-trivialised coordinates "
+                               "with a Cayley step (our construction, not in the paper)",
+                               extra=(Claim(Invariant.REGULAR_CHART, "no chart singularity"),),
+                               accepts=REDUCED_FEATURES - {Feature.RIGHT_TRIVIALISED}),
+        description="Lie-group GNI for R-dependent constraints (left trivialization): recommended for the "
+                    "sphere; second order, no chart singularity."),
 )

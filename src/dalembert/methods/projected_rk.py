@@ -123,9 +123,10 @@ def project(system, q, v):
 
 def rk_increment(f, y, h, tableau):
     """h Σ b_i k_i of one explicit Runge–Kutta step of ``f`` from ``y``, the stages as a
-    ``lax.scan`` (the right-hand side is compiled once, not once per stage: 13.4 s → 3.5 s on a
-    4-coordinate system with a q-dependent metric) with the stage sums written elementwise (a dot
-    in the loop body keeps XLA:CPU from compiling the loop into one kernel, engine.xla)."""
+    ``lax.scan`` (the right-hand side is compiled once, not once per stage: a fraction of the
+    compile time, docs/benchmarks.md, "Measurements behind the code") with the stage sums written
+    elementwise (a dot in the loop body keeps XLA:CPU from compiling the loop into one kernel,
+    engine.xla)."""
     A, b, _ = tableau
     s = len(b)
 

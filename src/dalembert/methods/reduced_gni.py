@@ -72,7 +72,8 @@ carries an O(1) period-2 component).
 
 ``lie-gni`` is the same scheme restricted to left trivialization (our construction, not in the
 paper; docs/theory/ferraro2015.md): the Lie-group GNI
-for systems whose constraints depend on R (the Chaplygin sphere on a rotating table).
+for systems whose constraints depend on R (the Chaplygin sphere on a rotating table); it is
+registered with the Lie-group GNIs, in :mod:`dalembert.methods.lie_gni`.
 """
 from __future__ import annotations
 
@@ -487,13 +488,6 @@ METHODS = (
                        "SV-type l_d of §7.2 (errata: docs/theory/ferraro2015.md)"),
         description="Reduced GNI on R^n × SO(3) with a retraction (Cayley default): reflect FL⁺ with "
                     "(P−Q)* (+2Q*Π), solve FL⁻ = target for (x_{k+1}, ξ_k), reconstruct R."),
-    ReducedGNI(
-        name="lie-gni",
-        traits=_traits(f"{_PUB}, Definition 6.1 on R²×SO(3) in left-trivialised coordinates with a Cayley "
-                       "step (our construction, not in the paper)", extra=(Claim(Invariant.REGULAR_CHART, "no chart singularity"),),
-                       accepts=REDUCED_FEATURES - {Feature.RIGHT_TRIVIALISED}),
-        description="Lie-group GNI for R-dependent constraints (left trivialization): recommended for the "
-                    "sphere; second order, no chart singularity.",),
     SymmetricReducedGNI(
         name="reduced-gni-sym",
         traits=Traits(

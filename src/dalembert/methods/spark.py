@@ -14,7 +14,7 @@ coefficients â (momenta, b_i â_ij + b_j a_ji = b_i b_j) and stage multipliers 
 The internal constraints are the stage constraints averaged with the rows 2 … s of the IIIA
 matrix (Jay 2003, the s × (s+1) "mean stage constraint" matrix: the same equations, premultiplied
 by an invertible matrix); the last column of â is zero, so Λ_s enters only p_1 and is fixed by the
-endpoint constraint. For s = 2 this is ``spark-lobatto2`` (:mod:`dalembert.methods.comparison`),
+endpoint constraint. For s = 2 this is ``spark-lobatto2`` (:class:`SparkLobatto2`, below),
 checked to agree to the Newton tolerance. Order 2s − 2 (4 for s = 3, 6 for s = 4; fitted in
 tests/convergence/test_spark.py), symmetric, the node constraint exact; energy is not conserved.
 Unknowns (V_1 … V_s, hΛ_1 … hΛ_s), s(n + m), by Newton; any G(q), linear or affine constraints.
@@ -33,7 +33,9 @@ import numpy as np
 from .. import linalg
 from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
-from .base import Method, MultiplierState, Scheme, StepInfo, Traits, multiplier_init, multiplier_observe
+from .base import (Method, MomentumState, MultiplierState, Scheme, StepInfo, Traits, momentum_init,
+                   momentum_observe, multiplier_init, multiplier_observe)
+from .comparison import _SOURCE as _CELLEDONI, _impulse_guess
 
 
 def lobatto_iiia(s: int):
@@ -129,6 +131,54 @@ class Spark(Method):
         return Scheme(multiplier_init(system), step, multiplier_observe(factor_fn))
 
 
+@dataclass(frozen=True, eq=False)
+class SparkLobatto2(Method):
+    """``spark-lobatto2``, the 2-stage Lobatto IIIA–B SPARK written out by hand for a constant G and
+    linear constraints (a "nonholonomic RATTLE", one of the comparison methods of Celledoni et al.
+    2019; its equations: :mod:`dalembert.methods.comparison`). Build options: rtol, max_iter."""
+
+    def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
+        factor_fn = system.factor_metric
+        f = factor_fn(q0)
+
+        def step(state, h):
+            q, p = state
+            mu0 = system.constraint_matrix(q)
+            pk = p - 0.5 * h * system.grad_potential(q)
+
+            def stage(ell):
+                P = pk + linalg.vm(ell, mu0)          # ell = (h/2) Λ1
+                W = f.solve(P)
+                return P, W, q + h * W
+
+            def F(ell):
+                _, W, q1 = stage(ell)
+                return linalg.mv(mu0 + system.constraint_matrix(q1), W)
+
+            res = newton(F, _impulse_guess(system, f, mu0, pk), rtol=rtol, max_iter=max_iter)
+            P, _, q1 = stage(res.x)
+            pstar = P - 0.5 * h * system.grad_potential(q1)
+            mu1 = system.constraint_matrix(q1)
+            p1 = pstar + linalg.vm(_impulse_guess(system, f, mu1, pstar), mu1)
+            return MomentumState(q1, p1), StepInfo(res.converged, res.iterations)
+
+        return Scheme(momentum_init(system), step, momentum_observe(factor_fn))
+
+
+SPARK_LOBATTO2 = SparkLobatto2(
+    name="spark-lobatto2",
+    traits=Traits(
+        order=2, symmetric=True, implicit=True,
+        preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = 0"),),
+        accepts=frozenset(),
+        node_velocity="v_k = G⁻¹p_k (on the constraint)",
+        source=f"{_CELLEDONI}; Jay 2003 (BIT 43:93) 2-stage Lobatto IIIA–B SPARK; constant G, "
+               "linear constraints",
+        family="spark", integrates=("nonholonomic",),
+        explicit_when="one Newton iteration when μ(q1) does not depend on the coordinates the impulse moves"),
+    description="2-stage Lobatto IIIA–B SPARK (nonholonomic RATTLE); not energy-preserving.")
+
+
 def _spark(s: int) -> Spark:
     return Spark(
         name=f"spark-lobatto{s}",
@@ -145,4 +195,4 @@ def _spark(s: int) -> Spark:
         stages=s)
 
 
-METHODS = (_spark(3), _spark(4))
+METHODS = (SPARK_LOBATTO2, _spark(3), _spark(4))

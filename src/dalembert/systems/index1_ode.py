@@ -46,7 +46,7 @@ def reference_solution(system, q0, v0, t, *, rtol: float = 1e-13, atol: float = 
     ------
     ConvergenceError if SciPy reports a failure.
     """
-    from scipy.integrate import solve_ivp  # imported here: it costs 0.4 s at start-up
+    from scipy.integrate import solve_ivp  # imported here: SciPy's import slows start-up
 
     q0 = np.asarray(q0, np.float64)
     n = q0.size

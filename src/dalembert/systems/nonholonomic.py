@@ -108,16 +108,14 @@ class MetricFactor:
     ``inverse``: G⁻¹ (n, n) when it is known once for all (a constant metric: see
     :func:`constant_metric_factor`); G⁻¹b is then one matrix-vector product instead of two
     unrolled substitutions, whose chains of partial sums XLA:CPU evaluates once per output
-    component when it fuses them (docs/benchmarks.md, issue 3: si-dla on the chaotic quartic
-    system 0.33 → 0.15 µs per step alone, 0.11 → 0.03 µs per member-step in a 200-member ensemble).
+    component when it fuses them (docs/benchmarks.md, "Measurements behind the code").
     """
 
     L: jnp.ndarray
     inverse: jnp.ndarray | None = None
     #: (n,) the diagonal of G⁻¹ when G is a constant diagonal matrix: G⁻¹b is then n products
-    #: instead of n² (XLA keeps the products with the zero entries of ``inverse``). Measured on
-    #: the chaotic quartic system (G = I, n = 7), spark-lobatto2 steps in a loop: alone
-    #: 0.157 → 0.101 µs, vmapped over 100 members 0.073 → 0.051 µs per member.
+    #: instead of n² (XLA keeps the products with the zero entries of ``inverse``; timings:
+    #: docs/benchmarks.md, "Measurements behind the code").
     inverse_diagonal: jnp.ndarray | None = None
     #: (n,) the diagonal of G itself for a constant diagonal G (G b is then n products)
     diagonal: jnp.ndarray | None = None
@@ -269,9 +267,8 @@ class NonholonomicSystem(SystemKind):
     def factor_metric(self, q) -> MetricFactor:
         """Cholesky factor of G(q), to apply G⁻¹ by solves; for a constant metric the factor
         computed once (:meth:`constant_factor`), so that G⁻¹b is a product, not a factorisation
-        and two substitutions at every call: the multiplier λ(q, v) of the chaotic quartic system
-        with n = 40 (81 coordinates, G = I) took 17.7 µs, its Cholesky factorisation almost all
-        of it."""
+        and two substitutions at every call (on a large system the factorisation is almost all of
+        the multiplier's cost: docs/benchmarks.md, "Measurements behind the code")."""
         const = self.constant_factor(q)
         return const if const is not None else MetricFactor(linalg.cholesky(self.mass_matrix(q)))
 
@@ -308,9 +305,9 @@ class NonholonomicSystem(SystemKind):
         return linalg.mv(self.mass_matrix(q), v)
 
     def kinetic_energy(self, q, v):
-        """T = ½ vᵀ G(q) v (J). For a constant diagonal G, ½ Σ gᵢ vᵢ²: at every saved node of the
-        chaotic quartic system with n = 40 (G = I of order 81) the dense form cost 7 µs, 20× the
-        nh-rattle step."""
+        """T = ½ vᵀ G(q) v (J). For a constant diagonal G, ½ Σ gᵢ vᵢ²: on a large system the
+        dense form at every saved node costs many steps (docs/benchmarks.md, "Measurements behind
+        the code")."""
         return 0.5 * jnp.sum(v * self.momentum(q, v))
 
     def energy(self, q, v):
@@ -324,10 +321,6 @@ class NonholonomicSystem(SystemKind):
     def constraint_residual(self, q, v):
         """μ(q) v − ν(q), shape (m,)."""
         return linalg.mv(self.constraint_matrix(q), v) - self.constraint_rhs(q)
-
-    def constraint_residual_momentum(self, q, p):
-        """μ G⁻¹ p − ν, shape (m,): the constraint applied to a momentum."""
-        return self.constraint_residual(q, self.factor_metric(q).solve(p))
 
     def projector_Q(self, q):
         """Q = G⁻¹ μᵀ C⁻¹ μ (n, n): the G-orthogonal projector onto D^⊥ (acts on velocities)."""
@@ -413,8 +406,8 @@ class NonholonomicSystem(SystemKind):
 
     def step_check_value(self, obs: dict):
         """V(q) + Σ G(q): finite exactly when the energy ½vᵀGv + V of a finite node is (for finite
-        v), without the node velocity — for the GNI that is the projection of p⁺, which cost the
-        explicit step 40 % more when the energy was checked at every step (issue 15). The sum of G
+        v), without the node velocity — for the GNI that is the projection of p⁺, a large share of
+        an explicit step (docs/benchmarks.md, "Measurements behind the code"). The sum of G
         is a constant that XLA folds when the metric is constant."""
         q = obs["q"]
         return self.potential(q) + jnp.sum(self.mass_matrix(q))
@@ -523,7 +516,7 @@ class NonholonomicSystem(SystemKind):
         q = _as_vector(q0, "q0")
         n = q.size
         self._check_shapes(q)
-        # (the compiled call takes the NumPy array: an eager jnp.asarray cost 0.1–0.3 ms a run)
+        # (the compiled call takes the NumPy array: an eager jnp.asarray is a dispatch per array)
         G, V, mu, nu, dV = (np.asarray(x) for x in self._evaluate_all(q))
         for x, nm in ((G, "mass_matrix"), (V, "potential"), (mu, "constraint_matrix"),
                       (nu, "constraint_rhs"), (dV, "potential (gradient)")):

@@ -280,7 +280,7 @@ def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None =
     without the m × m metric g_D: with any b such that Xᵀ b = ρ (the frame's ``dual``), v is the
     velocity in ker μ with G v = b − μᵀλ, λ = (μ G⁻¹ μᵀ)⁻¹ μ G⁻¹ b — then Xᵀ G v = Xᵀ b = ρ as
     μ X = 0. Only r × r systems appear, which keeps cheap the second derivatives that the Newton
-    Jacobian of a step takes (chaotic quartic, dg-gonzalez: 630 → 61 µs per step). For a
+    Jacobian of a step takes (docs/benchmarks.md, "Measurements behind the code"). For a
     q-dependent G the m × m solve with g_D = Xᵀ G X is the cheaper one (m < n). 𝓗 = ½ vᵀ p + V
     with p = G v.
 
@@ -465,8 +465,8 @@ def almost_poisson(system, q0, *, basis: Callable | None = None, frame: str = "a
     The solved-columns basis is used as it is for a constant metric G, and G-orthonormalised,
     X = X̂ L⁻ᵀ with L Lᵀ = X̂ᵀ G X̂ (still global), for a q-dependent one: 𝓗 = ½ ρᵀρ + V(q) then
     needs no derivative of G, which otherwise put fourth derivatives of a user's kinetic energy
-    into the Newton Jacobian (a tilting disk whose G is ``jax.hessian`` of T: first run 33 → 10 s,
-    energy error 5e-13 → 4e-15 over t = 20; docs/reduction.md). A given ``basis`` is used as given.
+    into the Newton Jacobian (slower to compile and less accurate: docs/reduction.md). A given
+    ``basis`` is used as given.
 
     Returns
     -------

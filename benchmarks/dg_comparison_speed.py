@@ -1,9 +1,9 @@
 #!/usr/bin/env python
-"""Issue-3 benchmarks: discrete-gradient and comparison methods (Celledoni et al. 2019).
+"""Speed of the discrete-gradient and comparison methods (Celledoni et al. 2019).
 
-    python benchmarks/run_issue3.py                 # full measurement (several minutes)
-    python benchmarks/run_issue3.py --quick         # smoke test (not a measurement)
-    python benchmarks/run_issue3.py --append docs/benchmarks.md   # also append the tables there
+    python benchmarks/dg_comparison_speed.py                 # full measurement (several minutes)
+    python benchmarks/dg_comparison_speed.py --quick         # smoke test (not a measurement)
+    python benchmarks/dg_comparison_speed.py --append docs/benchmarks.md   # also append the tables there
 
 Reports
 (a) steps/s of each method after compilation, on ``chaotic-quartic`` (n = 3) and ``gearbox``
@@ -177,8 +177,8 @@ def _ensemble_speedup(quick, B):
 
 def markdown(a, b, c, quick, started, elapsed):
     """The report; a part that was not run (``--parts``) is left out."""
-    out = [f"## Issue 3: discrete-gradient and comparison methods (Celledoni et al. 2019)", "",
-           f"Measured by `benchmarks/run_issue3.py{' --quick' if quick else ''}` on {started} UTC "
+    out = [f"## Discrete-gradient and comparison methods (Celledoni et al. 2019)", "",
+           f"Measured by `benchmarks/dg_comparison_speed.py{' --quick' if quick else ''}` on {started} UTC "
            f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores, JAX {jax.__version__}, "
            f"float64); total {elapsed:.0f} s." + (" QUICK RUN: smoke test, not a measurement." if quick else "")]
     if a:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
-"""Issue 5 speed benchmark: the rolling-ball schemes on the Figure-3-left case.
+"""Speed of the rolling-ball schemes on the Figure-3-left case.
 
-    python benchmarks/run_issue5.py            # full (a few minutes); writes benchmarks/ISSUE5_RESULTS.md
-    python benchmarks/run_issue5.py --quick    # smoke test (not a measurement)
+    python benchmarks/rolling_ball_speed.py            # full (a few minutes); writes benchmarks/results/rolling_ball_speed.md
+    python benchmarks/rolling_ball_speed.py --quick    # smoke test (not a measurement)
 
 Measures (see docs/benchmarks.md):
 
@@ -144,8 +144,8 @@ def write_results(single, pair, exp_wall, load_before, load_after, quick):
     import platform
 
     import jax
-    lines = ["## Issue 5: the rolling-ball schemes (Ferraro, Jiménez, Martín de Diego 2015)", "",
-             f"Measured by `benchmarks/run_issue5.py{' --quick' if quick else ''}` on "
+    lines = ["## The rolling-ball schemes (Ferraro, Jiménez, Martín de Diego 2015)", "",
+             f"Measured by `benchmarks/rolling_ball_speed.py{' --quick' if quick else ''}` on "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({platform.machine()}, {os.cpu_count()} cores, "
              f"JAX {jax.__version__}, float64); load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
              "(1-minute; about 1 is this benchmark's own process).", "",
@@ -175,7 +175,7 @@ def write_results(single, pair, exp_wall, load_before, load_after, quick):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(HERE / "ISSUE5_RESULTS.md"))
+    ap.add_argument("--out", default=str(HERE / "results" / "rolling_ball_speed.md"))
     a = ap.parse_args()
     load_before = _load()
     print("(a) single trajectories", flush=True)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
-"""Issue-4 benchmark: the SO(3) methods (Euler–Poincaré–Suslov schemes and the Lie-group GNI).
+"""Speed of the SO(3) methods (Euler–Poincaré–Suslov schemes and the Lie-group GNI).
 
-    python benchmarks/run_issue4.py                  # full measurement (about a minute)
-    python benchmarks/run_issue4.py --quick          # smoke test (not a measurement)
-    python benchmarks/run_issue4.py --out benchmarks/ISSUE4_RESULTS.md --append docs/benchmarks.md
+    python benchmarks/so3_speed.py                  # full measurement (about a minute)
+    python benchmarks/so3_speed.py --quick          # smoke test (not a measurement)
+    python benchmarks/so3_speed.py --out benchmarks/results/so3_speed.md --append docs/benchmarks.md
 
 Reports, on the ``suslov`` model (default parameters, a = e3) with h = 0.01:
 
@@ -103,8 +103,8 @@ def ensemble(system, R0, w0s, np_rates, quick):
 
 
 def markdown(a, b, quick, started, elapsed, load0, load1):
-    out = ["## Issue 4: SO(3) methods (Euler–Poincaré–Suslov schemes, Lie-group GNI)", "",
-           f"Measured by `benchmarks/run_issue4.py{' --quick' if quick else ''}` on {started} UTC "
+    out = ["## SO(3) methods (Euler–Poincaré–Suslov schemes, Lie-group GNI)", "",
+           f"Measured by `benchmarks/so3_speed.py{' --quick' if quick else ''}` on {started} UTC "
            f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
            f"JAX {jax.__version__}, float64); total {elapsed:.0f} s. Load average (1, 5, 15 min) "
            f"before: {load0}; after: {load1}." + (" QUICK RUN: smoke test, not a measurement." if quick else ""),
@@ -144,7 +144,7 @@ def main(argv=None):
     w0s[:, :2] = rng.uniform(-1.0, 1.0, (B, 2))
     b = ensemble(system, R0, w0s, {r[0]: r[2] for r in a}, args.quick)
     publish(markdown(a, b, args.quick, started, time.perf_counter() - t0, load0, _load()), args.note,
-            out=args.out, out_heading="# Issue-4 benchmark results\n\n", append=args.append)
+            out=args.out, out_heading="# SO(3) methods: speed benchmark results\n\n", append=args.append)
     return 0
 
 
