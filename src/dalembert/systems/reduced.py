@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
-from ..declarations import Feature
+from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemError_
 from ..lie import so3
 from .kind import SystemKind, check_spd, checked_group
@@ -115,6 +115,15 @@ class ReducedSystem(SystemKind):
     state_names = ("x0", "R0", "xdot0", "xi0")
     kind = "reduced"
     path_array = "x"
+    node_arrays = (NodeArray("x", Role.CONFIGURATION, state="x0", symbol="x"),
+                   NodeArray("R", Role.GROUP_ELEMENT, "dimensionless", state="R0", symbol="R"),
+                   NodeArray("omega", Role.GROUP_VELOCITY, "rad/s", symbol="ω (spatial)"),
+                   NodeArray("xdot", Role.VELOCITY, "system units per s", state="xdot0", symbol="ẋ"),
+                   NodeArray("xi", Role.GROUP_VELOCITY, "rad/s", state="xi0", symbol="ξ"),
+                   NodeArray("momentum", Role.MOMENTUM, symbol="p"),
+                   NodeArray("lam", Role.MULTIPLIER, symbol="λ"))
+    #: the smaller of the two slopes counts
+    order_arrays = ("x", "R")
 
     def __init__(self, metric, constraint_matrix, potential=None, constraint_rhs=None,
                  shape_dim=None, trivialization: str = "left", name: str = "reduced", group=None):
