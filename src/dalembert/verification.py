@@ -4,16 +4,20 @@ integrates, checked against what its traits declare.
 For a (method, model) pair, :func:`check_pair` runs the method at three step sizes h0, h0/2, h0/4
 to a short final time, fits the global order of the error at the final time against the model's
 exact or reference solution (:meth:`~dalembert.models.base.Model.state_solution`) and compares it
-with ``traits.order`` (± :data:`ORDER_TOL`); and checks, on the finest run, the properties in
-``traits.preserves`` that can be read from the node arrays (:data:`PRESERVED_CHECKS`): the node
-constraint, the energy, R ∈ SO(3). A pair whose method refuses the model in ``build`` (e.g. a
-constant-metric method on a q-dependent metric) is reported as not applicable, with the reason.
+with ``traits.order`` (± :data:`ORDER_TOL`); and measures, on the finest run, every checkable claim
+of ``traits.preserves`` (:func:`check_claim`, :data:`MEASURES`: the node constraint, a discrete
+constraint on consecutive nodes, the energy, group membership). A claim that cannot be read from
+the nodes (a momentum map, a quantity the nodes do not report, a condition this model does not
+meet, another option) is listed in ``Row.unchecked`` with the reason. A pair the engine refuses
+(a feature the method does not accept, e.g. a constant-metric method on a q-dependent metric) is
+reported as not applicable, with the reason.
 
-The order is fitted on the configuration arrays — ``q`` on Rⁿ (and on the almost-Poisson forms,
-which report q), the smaller slope of ``x`` and ``R`` on shape × group — and on ``omega`` for the
+The order is fitted on the kind's ``order_arrays`` — ``q`` on Rⁿ (and on the almost-Poisson forms,
+which report q), the smaller slope of ``x`` and ``R`` on shape × group — and ``omega`` for the
 SO(3) kinds, whose declared order is in ω (their R is first order with the left-endpoint
-reconstruction, Jiménez–Scheurle 2015 Thm 5.2(2)). ``tests/conformance`` runs every pair;
-``python -m dalembert.verification`` prints the table.
+reconstruction, Jiménez–Scheurle 2015 Thm 5.2(2)). ``tests/conformance`` runs the pairs (its
+``conformance_policy`` chooses the quick ones); ``python -m dalembert.verification`` prints the
+table of every pair.
 """
 from __future__ import annotations
 
@@ -310,6 +314,8 @@ def table(rows) -> str:
             lines.append(f"| {r.method} | {r.model} | {r.kind} | {r.declared} | — | — | n/a: {r.reason[:90]} |")
             continue
         pres = "; ".join(f"{k} {v[0]:.1e}" for k, v in r.preserved.items()) or "—"
+        if r.unchecked:
+            pres += f" ({len(r.unchecked)} proved, not checked)"
         note = " (superconvergent here)" if (r.method, r.model) in SUPERCONVERGENT else ""
         lines.append(f"| {r.method} | {r.model} | {r.kind} | {r.declared} | {r.fitted:.2f} ({r.array}){note} "
                      f"| {pres} | {'pass' if r.ok else 'FAIL'} |")
@@ -325,3 +331,7 @@ if __name__ == "__main__":  # pragma: no cover
         print(f"{mname:18s} {r.model:40s} {r.fitted:6.2f} {r.declared} {'ok' if r.ok else 'FAIL'} "
               f"{r.seconds:5.1f}s {r.reason[:60]}", file=sys.stderr, flush=True)
     print(table(rows))
+    unchecked = sorted({(r.method, claim, why) for r in rows for claim, why in r.unchecked})
+    if unchecked:
+        print("\n| method | claim | not checked because |\n|---|---|---|")
+        print("\n".join(f"| {m} | {c} | {w} |" for m, c, w in unchecked))
