@@ -508,7 +508,7 @@ def convergence(model, methods_, hs, t_final, params, out):
     spec = dl.models.spec(model)
     mdl = dl.models.get(spec.name, **_parse_params(params))
     if methods_ is None:
-        methods_ = "nh-rattle,gni-euler-a,gni-euler-b" if mdl.q0 is not None else mdl.default_method
+        methods_ = ",".join(mdl.convergence_methods)
     names = [m.strip() for m in methods_.split(",") if m.strip()]
     for name in names:
         dl.methods.get(name)  # unknown names fail before any work

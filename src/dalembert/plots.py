@@ -22,6 +22,8 @@ if matplotlib.get_backend().lower() not in ("module://matplotlib_inline.backend_
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .systems.kind import kind_class  # noqa: E402
+
 #: At most this many points are drawn per curve (long runs are strided).
 MAX_POINTS = 5000
 
@@ -151,15 +153,19 @@ def run_figures(traj, model, out: Path) -> list[Path]:
 # ---------------------------------------------------------------------------------------------
 
 def _state_panel(ax, t, traj):
-    """The first state array against time (at most 6 components)."""
-    for name in ("q", "omega", "x", "xi"):
+    """The kind's path array (``SystemKind.path_array``; else its first declared node array the
+    trajectory has) against time (at most 6 components)."""
+    kind = kind_class(traj.metadata.get("kind", ""))
+    names = ((kind.path_array,) + tuple(a.name for a in kind.node_arrays)) if kind is not None else ("q",)
+    for name in names:
         a = getattr(traj, name, None) if name in traj.fields() else None
         if a is not None:
             a = np.asarray(a).reshape(len(traj.t), -1)
             s = _stride(len(t))
             for k in range(min(a.shape[1], 6)):
                 ax.plot(t[::s], a[::s, k], lw=0.8, label=f"{name}[{k}]")
-            ax.set_ylabel(f"{name} (system units)")
+            units = {n.name: n.unit for n in kind.node_arrays} if kind is not None else {}
+            ax.set_ylabel(f"{name} ({units.get(name, 'system units')})")
             ax.set_title(f"state {name} against time", fontsize=9)
             ax.legend(fontsize=7, ncol=2)
             return

@@ -80,8 +80,15 @@ class Model:
     #: None or callable (t (N,), **initial state) -> dict of node arrays: the model's own
     #: continuous reference solution (for system kinds the generic reference ODE does not handle)
     reference: Callable | None = None
+    #: the methods ``dalembert convergence MODEL`` compares when none are named; None: for a
+    #: (q, v) model the GNI family's nh-rattle, gni-euler-a and gni-euler-b (orders 2, 1, 1), else
+    #: the default method
+    convergence_methods: tuple | None = None
 
     def __post_init__(self):
+        if self.convergence_methods is None:
+            self.convergence_methods = (("nh-rattle", "gni-euler-a", "gni-euler-b") if self.initial_state is None
+                                        else (self.default_method,))
         if self.initial_state is None:
             self.initial_state = {"q0": self.q0, "v0": self.v0}
 

@@ -181,6 +181,17 @@ def views() -> dict:
     return dict(_VIEWS)
 
 
+def kind_class(name: str):
+    """The SystemKind subclass whose ``kind`` is ``name`` (None when there is none)."""
+    todo = [SystemKind]
+    while todo:
+        cls = todo.pop()
+        if cls.__dict__.get("kind") == name:
+            return cls
+        todo.extend(cls.__subclasses__())
+    return None
+
+
 def kinds_of(system) -> tuple:
     """The kinds of a system object (() for an object that is not a system kind)."""
     k = getattr(type(system), "kinds", None)
