@@ -207,7 +207,7 @@ def with_sawtooth(scheme: Scheme, stop: float | None = None, group=None) -> Sche
 
     Without ``stop`` the state carries the last six configurations (a copy per step) and the node
     computes a_k from them (:class:`WindowState`): the same value, at a fraction of the cost of
-    computing it at every step (gearbox, ``nh-rattle``: 0.005 against 0.02 µs per step).
+    computing it at every step (docs/benchmarks.md, "Measurements behind the code").
 
     ``stop``: a relative amplitude (e.g. :data:`THRESHOLD`) above which the step fails, with
     cause :data:`~dalembert.solvers.newton.PARASITIC`: a_k > stop · max(|u_k|, 10⁻³ · max_j |u_j|)

@@ -148,7 +148,7 @@ class Scheme:
     observe: Callable
     #: the method's traits say its step is never explicit (implicit, no ``explicit_when``): the
     #: engine then takes the checked loop without tracing the step to find out
-    #: (:func:`~dalembert.engine.loop.never_fails`; 3 s of a 5-coordinate user system's compile)
+    #: (:func:`~dalembert.engine.loop.never_fails`; saves a trace of the step, docs/benchmarks.md)
     never_explicit: bool = False
 
 
