@@ -57,10 +57,20 @@ def _parse_inits(items, model) -> dict:
         default = np.asarray(model.initial_state[k], float)
         if len(vals) != default.size:
             what = (f"{model.name} has {default.size} coordinates ({', '.join(model.coordinates)})"
-                    if k in ("q0", "v0") else f"{k} of {model.name} has {default.size} entries (shape {default.shape})")
+                    if _is_coordinate_state(model, k) else f"{k} of {model.name} has {default.size} entries (shape {default.shape})")
             raise click.UsageError(f"--init {k}: {what}; got {len(vals)} values")
         out[k] = np.asarray(vals).reshape(default.shape)
     return out
+
+
+def _is_coordinate_state(model, state_name: str) -> bool:
+    """Whether an initial-state entry has one value per coordinate of the model (its node array
+    is the kind's configuration or velocity in Rⁿ)."""
+    from dalembert.declarations import Role
+    kind = type(model.system)
+    name = kind.state_array(state_name)
+    return name in kind.arrays_with(Role.CONFIGURATION, Role.VELOCITY) and len(model.coordinates) == \
+        np.asarray(model.initial_state[state_name]).size
 
 
 def _floats(text: str, what: str) -> list:
