@@ -65,3 +65,57 @@ def check_writable_dir(path, what: str = "output directory") -> Path:
     except OSError as exc:
         raise InputError(f"{what} {path} is not writable: {exc.strerror or exc}") from None
     return path
+
+
+def check_output_file(path, what: str) -> Path:
+    """A file path a run will write (``stream=``, ``checkpoint=``), checked before the run: a
+    path (str or os.PathLike), not a directory, in a directory that exists or can be created and
+    is writable.
+
+    Raises InputError naming the path and what to do."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"{what} must be a file path (str or os.PathLike); got {path!r} "
+                         f"({type(path).__name__}): pass e.g. {what}='run.h5'")
+    path = Path(path)
+    if str(path) in ("", ".") or path.is_dir():
+        raise InputError(f"{what} {str(path)!r} is a directory, not a file: name a file in it, "
+                         f"e.g. {what}={str(path / ('run.h5' if what == 'stream' else 'checkpoint.npz'))!r}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".write-check", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"{what} {path} cannot be written: its directory {path.parent} cannot be created or written "
+                         f"({exc.strerror or exc}): choose a writable directory") from None
+    return path
+
+
+#: The lock file of a run directory (see :func:`hold_lock`).
+LOCK_NAME = ".dalembert.lock"
+
+
+def hold_lock(lock_file, what: str):
+    """Take the exclusive lock of ``lock_file`` (``fcntl.flock``, created if needed) for this
+    process and return its open file object: the lock lasts while the object is open (close it to
+    release) and the operating system releases it when the process dies, however it dies, so a
+    killed run never leaves it stuck. The holder's pid is written in the file.
+
+    Raises InputError, at once, when another process holds it: ``what`` (e.g. "--out runs/x")
+    is in use, by which pid, and what to do."""
+    import fcntl
+    lock_file = Path(lock_file)
+    f = open(lock_file, "a+")
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = f.read().strip() or "unknown"
+        f.close()
+        raise InputError(f"{what} is being written by another dalembert run (pid {holder}; lock "
+                         f"{lock_file}): wait for it to finish, or write elsewhere") from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    return f

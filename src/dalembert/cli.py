@@ -270,8 +270,23 @@ def list_cmd(only_models, only_methods, model_name, method_name, as_json):
                    "memory: for runs whose nodes do not fit (a checkpoint then holds the state only).")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Continue the interrupted run in DIR (its checkpoint.npz); no MODEL or other run options.")
-def run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots, animate,
-        animation_format, checkpoint, checkpoint_every, check_every, on_parasitic, stream, resume_dir):
+def run(**kwargs):
+    """Integrate a built-in MODEL; write trajectory.npz (trajectory.h5 with --stream), summary.json
+    and PNG plots.
+
+    SIGINT (Ctrl-C) or SIGTERM finishes the current chunk of steps, writes the partial trajectory
+    and OUT/checkpoint.npz, and exits with status 130 / 143; `dalembert run --resume OUT`
+    continues, with a result equal to the uninterrupted run's bit for bit.
+    """
+    try:
+        return _run(**kwargs)
+    finally:        # the output directory's lock (held from the checks to the last file written)
+        while _LOCKS:
+            _LOCKS.pop().close()
+
+
+def _run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots, animate,
+         animation_format, checkpoint, checkpoint_every, check_every, on_parasitic, stream, resume_dir):
     """Integrate a built-in MODEL; write trajectory.npz (trajectory.h5 with --stream), summary.json
     and PNG plots.
 
@@ -296,9 +311,21 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
         outdir = Path(resume_dir)
         _check_outputs(outdir, mdl, animate, animation_format, resuming=True)
         t0 = time.perf_counter()
+        done = _complete_result(outdir, md, mdl)
+        if done is not None:        # finished, killed before its checkpoint was removed: keep it
+            Path(ck["path"]).unlink(missing_ok=True)
+            (outdir / PARTIAL_STREAM).unlink(missing_ok=True)
+            result = dl.load(done)
+            click.echo(f"dalembert: {outdir} holds a complete result ({done.name}, finished at t = "
+                       f"{result.t[-1]:.6g}); the checkpoint beside it was stale and is removed: nothing to resume",
+                       err=True)
+            if (outdir / "summary.json").exists():
+                return None
+            return _finish(result, mdl, outdir, t0, no_plots, animate, animation_format)
         traj = _interruptible(lambda: dl.resume(ck["path"], mdl.system, checkpoint=ck["path"],
                                                 checkpoint_every=checkpoint_every if checkpoint else math.inf),
                               outdir)
+        _test_pause()
         return _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
     if model is None:
         raise click.UsageError("missing MODEL (`dalembert list` shows them), or --resume DIR")
@@ -326,12 +353,16 @@ def run(model, method_name, h, t_final, params, inits, save_every, out, project,
         metadata={"model": mdl.name, "parameters": mdl.params}, checkpoint=outdir / "checkpoint.npz",
         checkpoint_every=checkpoint_every if checkpoint else math.inf,
         stream=outdir / "trajectory.h5" if stream else None, **state, **engine), outdir)
+    _test_pause()
     _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
 
 
-#: Result files of a run directory; a new run removes those of an earlier run first, so that no
-#: file of an earlier run is left beside the new trajectory (the checkpoint stays: a resumed run
-#: reads it, a new run overwrites it or removes it when it completes).
+#: Result files of a run directory. A new (or resumed) run writes each beside the earlier run's
+#: under a temporary name and renames it over the old one only when it is complete; once its
+#: summary is written it removes those of the earlier run it did not write (trajectory.npz after a
+#: streamed run, trajectory.h5 after an in-memory one), so that no file of an earlier run is left
+#: beside the new result. A run that fails before then leaves the earlier result as it was (one
+#: whose steps fail, ConvergenceError, replaces it with the nodes before the failure).
 RUN_FILES = ("summary.json", "trajectory.npz", "trajectory.h5")
 #: The streamed nodes of an interrupted run: removed by a new run, continued by a resumed one.
 PARTIAL_STREAM = "trajectory.h5.partial"
@@ -365,7 +396,7 @@ def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str, resu
     """What a run needs after integrating, checked before: a writable output directory, a model
     that can be animated, ffmpeg for MP4. Removes the files of an earlier run in ``outdir``
     (except the checkpoint and the streamed nodes a resumed run continues)."""
-    from dalembert._io import check_writable_dir
+    from dalembert._io import LOCK_NAME, check_writable_dir, hold_lock
     from dalembert.errors import InputError
     if animate:
         st = mdl.initial_state
@@ -377,8 +408,45 @@ def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str, resu
             if not animation.writers.is_available("ffmpeg"):
                 raise InputError("--animation-format mp4 needs ffmpeg on the PATH; install it or use gif")
     check_writable_dir(outdir, "--out")
-    for name in RUN_FILES + (() if resuming else (PARTIAL_STREAM,)):
-        (outdir / name).unlink(missing_ok=True)
+    # one writer per directory, held until the process ends (the OS releases it however it ends)
+    _LOCKS.append(hold_lock(outdir / LOCK_NAME, f"--out {outdir}"))
+    if not resuming:
+        (outdir / PARTIAL_STREAM).unlink(missing_ok=True)
+
+
+#: The lock files this process holds (see :func:`dalembert._io.hold_lock`).
+_LOCKS: list = []
+#: Test hook (the fault-injection tests): seconds to sleep after a run's trajectory is final and
+#: before its checkpoint is removed, to make that window hittable by a signal.
+PAUSE_AFTER_FINALISE = "DALEMBERT_TEST_PAUSE_AFTER_FINALISE"
+
+
+def _test_pause():
+    seconds = os.environ.get(PAUSE_AFTER_FINALISE)
+    if seconds:
+        time.sleep(float(seconds))
+
+
+def _complete_result(outdir: Path, md: dict, mdl):
+    """The complete result in ``outdir`` of the run of the checkpoint metadata ``md`` (same model,
+    parameters, method, options, h, steps, stride and initial state; every node; not failed or
+    interrupted) as a Path, or None."""
+    import dalembert as dl
+    from dalembert.engine import loop
+    from dalembert.errors import InputError
+    path = outdir / ("trajectory.h5" if md.get("stream") else "trajectory.npz")
+    if not path.exists():
+        return None
+    try:
+        traj = dl.load(path)
+    except InputError:
+        return None
+    rmd = traj.metadata
+    same = ("model", "parameters", "method", "options", "h", "n_steps", "save_every", *mdl.initial_state)
+    if "failed" in rmd or "interrupted" in rmd or any(rmd.get(k) != md.get(k) for k in same):
+        return None
+    full, rem = loop.save_plan(int(md["n_steps"]), int(md["save_every"]))
+    return path if len(traj) == full + (2 if rem else 1) else None
 
 
 def _interruptible(fn, outdir: Path):
@@ -402,7 +470,11 @@ def _interruptible(fn, outdir: Path):
                    err=True)
         sys.exit(143 if exc.signal == "SIGTERM" else 130)
     except ConvergenceError as exc:
-        if exc.trajectory is not None and "stream" not in exc.trajectory.metadata:
+        # the failed run's nodes replace the earlier result: nothing of that run is left beside them
+        streamed = exc.trajectory is not None and "stream" in exc.trajectory.metadata
+        for name in ("summary.json", "trajectory.npz" if streamed else "trajectory.h5"):
+            (outdir / name).unlink(missing_ok=True)
+        if exc.trajectory is not None and not streamed:
             exc.trajectory.metadata["failed"] = {"step": exc.step, "time": exc.time}
             path = exc.trajectory.save(outdir / "trajectory.npz")
             raise ConvergenceError(f"{exc} (saved to {path})", step=exc.step, time=exc.time,
@@ -416,7 +488,7 @@ def _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format):
     from dalembert import plots
     from dalembert._io import atomic_write_text
     streamed = "stream" in traj.metadata
-    files = [Path(traj.metadata["stream"])] if streamed else [traj.save(outdir / "trajectory.npz")]
+    files = [outdir / "trajectory.h5"] if streamed else [traj.save(outdir / "trajectory.npz")]
     view = traj.thinned(PLOT_NODES)             # (traj itself unless it is long or on disk)
     if not no_plots:
         files += plots.run_figures(view, mdl, outdir)
@@ -424,6 +496,8 @@ def _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format):
         files.append(_animate(view, mdl, outdir / f"animation.{animation_format}"))
     summary = _summary(traj, mdl, time.perf_counter() - t0, files)
     atomic_write_text(outdir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False))
+    # the earlier run's trajectory in the other format, then the checkpoint, now stale
+    (outdir / ("trajectory.npz" if streamed else "trajectory.h5")).unlink(missing_ok=True)
     (outdir / "checkpoint.npz").unlink(missing_ok=True)
     _print_summary(summary, outdir)
 

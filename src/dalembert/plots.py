@@ -298,8 +298,12 @@ def save_figure(fig, path: Path) -> Path:
     """Write a Matplotlib figure to ``path`` (a PNG at 110 dpi; parent folders created) in the
     library's conventions (:func:`polish`: unit-less axis labels marked "(dimensionless)"), close it,
     and return ``path``. The figure may have any number of axes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from ._io import atomic_path
+    path = Path(path)
     polish(fig)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:        # atomically: a rerun's figure replaces the earlier one only when complete
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=110, format=path.suffix.lstrip(".") or "png")
+    finally:
+        plt.close(fig)
     return path

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -175,6 +177,7 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
     computed before it), RunInterrupted.
     """
     h, t_final, save_every, method = check_run(h, t_final, save_every, method)
+    checkpoint, stream = check_output_paths(checkpoint, stream)      # before any work
     resolve(system, method)                       # incompatible kinds: refused before any work
     names, state_in = split_initial_state(system, kwargs)
     options = kwargs
@@ -238,10 +241,57 @@ def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
         raise InputError(f"the checkpoint has no initial state {exc} of {system.name}") from None
     if checkpoint is True:
         checkpoint = ck["path"]
+    elif checkpoint:
+        from .._io import check_output_file
+        checkpoint = check_output_file(checkpoint, "checkpoint")
     run = _Run(system, method, x0s, float(md["h"]), int(md["n_steps"]), int(md["save_every"]), md,
                dict(md.get("options", {})), progress, loop.CHUNK_STEPS, checkpoint or None,
-               checkpoint_every, md.get("stream"))
+               checkpoint_every, stream_of_checkpoint(ck))
     return run.go(resume_from=ck)
+
+
+def check_output_paths(checkpoint, stream):
+    """(checkpoint, stream) as Paths (or None), checked before a run: paths of files in writable
+    directories, not directories; a stream file in its checkpoint's directory (or below it), where
+    a resumed run looks for it (:func:`stream_of_checkpoint`).
+
+    Raises InputError naming the path and what to do."""
+    from .._io import check_output_file
+    checkpoint = None if checkpoint is None else check_output_file(checkpoint, "checkpoint")
+    stream = None if stream is None else check_output_file(stream, "stream")
+    if stream is not None:
+        check_output_file(stream_mod.partial_path(stream), "stream")
+        if checkpoint is not None and not _inside(stream, checkpoint.parent):
+            raise InputError(f"stream {stream} is outside the directory of checkpoint {checkpoint}: a resumed "
+                             f"run writes only inside its checkpoint's directory; put both in one directory")
+    return checkpoint, stream
+
+
+def _inside(path, directory) -> bool:
+    """Whether ``path`` resolves inside ``directory`` (symbolic links followed)."""
+    return Path(path).resolve().is_relative_to(Path(directory).resolve())
+
+
+def stream_of_checkpoint(ck) -> str | None:
+    """The stream file of a checkpoint's run: its ``stream`` path (relative to the checkpoint's
+    directory, as :class:`_Run` writes it) resolved against the checkpoint's directory, wherever
+    the resuming process runs.
+
+    Raises InputError for a path that resolves outside the checkpoint's directory (a damaged or
+    crafted checkpoint must not choose where a run writes)."""
+    stored = ck["metadata"].get("stream")
+    if stored is None:
+        return None
+    root = Path(ck["path"]).parent
+    if not isinstance(stored, str) or not stored:
+        raise InputError(f"{ck['path']}: its stream path {stored!r} is not a path: the checkpoint is damaged; "
+                         f"start the run again")
+    path = root / stored
+    if not _inside(path, root):
+        raise InputError(f"{ck['path']}: its stream path {stored!r} resolves to {path.resolve()}, outside the "
+                         f"run's directory {root.resolve()}: refused (a damaged or crafted checkpoint); start "
+                         f"the run again")
+    return str(path)
 
 
 def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options):
@@ -265,6 +315,8 @@ class _Run:
     def __init__(self, system, method, x0s, h, n_steps, save_every, md, options, progress,
                  chunk_steps, checkpoint, checkpoint_every, stream=None):
         self.stream = stream
+        if stream is not None:
+            md["stream"] = str(stream)
         self.system, self.method, self.x0s, self.h = system, method, x0s, h
         self.n_steps, self.save_every, self.md, self.options = n_steps, save_every, md, options
         self.progress, self.chunk_steps = progress, chunk_steps
@@ -280,6 +332,8 @@ class _Run:
     def _write_checkpoint(self, prior_wall):
         from . import checkpoint as ckpt_mod
         base = dict(self.md)                 # the run's metadata before its results are added
+        if self.stream is not None:          # relative to the run's directory: resumable from anywhere
+            base["stream"] = os.path.relpath(Path(self.stream).resolve(), Path(self.checkpoint).resolve().parent)
 
         def write(state, done, steps, nodes, newton, wall):
             # a streamed run's nodes are in its (flushed) file; the checkpoint holds the state
@@ -314,14 +368,18 @@ class _Run:
             prior_wall = resume_from["wall_time_s"]
         nodes = self._nodes(prefix, nodes_done, resume_from is not None, layout)
         if nodes.names() != set(layout.names):
-            nodes.close()
+            nodes.release()
             raise InputError(f"the checkpoint's node arrays {sorted(nodes.names())} are not this run's "
                              f"{sorted(layout.names)}")
         per_call = loop.nodes_per_call(loop.CHUNK_SAVES, save_every, self.chunk_steps)
-        r = loop.run_chunks(chunk, layout, state, hj, nodes, self.n_steps, per_call, save_every,
-                            self.progress, md, batched=False, nodes_done=nodes_done,
-                            checkpoint=None if self.checkpoint is None else self._write_checkpoint(prior_wall),
-                            checkpoint_every=self.checkpoint_every, newton=newton)
+        try:
+            r = loop.run_chunks(chunk, layout, state, hj, nodes, self.n_steps, per_call, save_every,
+                                self.progress, md, batched=False, nodes_done=nodes_done,
+                                checkpoint=None if self.checkpoint is None else self._write_checkpoint(prior_wall),
+                                checkpoint_every=self.checkpoint_every, newton=newton)
+        except BaseException:
+            nodes.release()            # (a streamed run's file lock with it)
+            raise
         failure = r.failures.get(0)
         n_nodes = next(iter(r.arrays.values())).shape[0]
         steps_done = failure[0] if failure is not None else loop.steps_done(

@@ -29,12 +29,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import _fsync_dir
+from .._io import _fsync_dir, hold_lock
 from ..errors import InputError
-from ..results.hdf5 import h5py_module, new_file, write_final_metadata
+from ..results.hdf5 import h5py_module, new_file, truncation, write_final_metadata
 
 #: A streamed run is refused when its file would take more than this fraction of the free disk.
 DISK_FRACTION = 0.9
+
+
+def lock_path(path) -> Path:
+    """The lock file of a stream file: ``.<name>.lock`` beside it (one writer per stream file)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
 
 
 def partial_path(path) -> Path:
@@ -84,6 +90,8 @@ class MemoryNodes:
     def close(self):
         pass
 
+    release = close
+
 
 class StreamNodes:
     """Node arrays appended to an HDF5 file (module doc) as the run goes.
@@ -105,6 +113,16 @@ class StreamNodes:
 
     def __init__(self, path, times, *, prefix=None, nodes: int = 0, metadata=None):
         self.path, self.partial, self.times = Path(path), partial_path(path), times
+        self.partial.parent.mkdir(parents=True, exist_ok=True)
+        # one writer per file: a second run streaming to the same path is refused at once
+        self.lock = hold_lock(lock_path(self.path), f"the stream file {self.path}")
+        try:
+            self._open(prefix, nodes, metadata)
+        except BaseException:
+            self.lock.close()
+            raise
+
+    def _open(self, prefix, nodes, metadata):
         if prefix is not None:
             self.partial.parent.mkdir(parents=True, exist_ok=True)
             arrays = dict(prefix, t=self.times(0, 1))
@@ -148,16 +166,24 @@ class StreamNodes:
         if self.file.id.valid:
             self.file.close()
 
+    def release(self):
+        """Release the file's lock (after :meth:`finish`, or when the run ends otherwise)."""
+        self.close()
+        self.lock.close()
+
     def finish(self, metadata: dict, complete: bool = True) -> Path:
         """Close, write the final metadata, and rename a complete run's file to ``path``
         (returned); an incomplete one stays at ``<path>.partial`` (returned)."""
         self.close()
-        write_final_metadata(self.partial, metadata, self.count)
-        if not complete:
-            return self.partial
-        os.replace(self.partial, self.path)
-        _fsync_dir(self.path.parent)
-        return self.path
+        try:
+            write_final_metadata(self.partial, metadata, self.count)
+            if not complete:
+                return self.partial
+            os.replace(self.partial, self.path)
+            _fsync_dir(self.path.parent)
+            return self.path
+        finally:
+            self.lock.close()
 
 
 def _resumed(partial: Path, rows: int):
@@ -167,8 +193,17 @@ def _resumed(partial: Path, rows: int):
     dataset whose writer died in place."""
     h5py = h5py_module()
     if not partial.exists():
+        final = partial.with_name(partial.name[:-len(".partial")])
+        if final.exists():
+            raise InputError(f"the run of this checkpoint has finished: {final} holds its result and "
+                             f"{partial} is gone, so the checkpoint is stale; nothing to resume (remove "
+                             f"the checkpoint)")
         raise InputError(f"the streamed nodes of this checkpoint, {partial}, are missing: a resumed "
                          f"streamed run continues that file")
+    why = truncation(partial)
+    if why is not None:
+        raise InputError(f"{partial} (the streamed nodes of this checkpoint) is damaged, {why}: it cannot "
+                         f"be resumed; start the run again (remove the checkpoint and {partial.name})")
     fresh = partial.with_name(partial.name + ".resume")
     try:
         with h5py.File(partial, "r", libver="latest", swmr=True) as old:
