@@ -34,6 +34,9 @@ class Invariant(enum.Enum):
     NODE_CONSTRAINT = ("node constraint", True,
                        "max |μ(q_k)v_k − ν(q_k)| over the nodes (the kind's constraint residual), "
                        "relative to max(1, max |v_k|)")
+    HOLONOMIC_CONSTRAINT = ("configuration constraint", True,
+                            "max |φ(q_k)| over the nodes of a system with configuration constraints, relative "
+                            "to max(1, max |q_k|); not applicable without them")
     DISCRETE_CONSTRAINT = ("discrete constraint", True,
                            "max |ω_d(q_k, q_{k+1}, h)| over consecutive nodes of a run saved at every "
                            "step, ω_d the claim's discrete constraint, relative to max(1, max |v_k|); "

@@ -93,6 +93,7 @@ def _relative(values, scale):
 #: tolerance of each checkable invariant (measured relative values are at 1e-16 … 1e-13 on the
 #: models here; a claim that is false measures O(h^p) ≥ 1e-8 at these steps)
 TOLERANCES = {Invariant.NODE_CONSTRAINT: 1e-11, Invariant.DISCRETE_CONSTRAINT: 1e-11, Invariant.ENERGY: 1e-11,
+              Invariant.HOLONOMIC_CONSTRAINT: 1e-11,
               Invariant.ENERGY_BALANCE: 1e-11, Invariant.GROUP_MEMBERSHIP: 1e-12}
 
 
@@ -128,6 +129,12 @@ def _discrete_constraint(claim, tr, system):
     return _relative(np.asarray(res), _velocity_scale(tr, system))
 
 
+def _holonomic_constraint(claim, tr, system):
+    if "holonomic_residual" not in tr.fields():
+        raise NotMeasurable("the system has no configuration constraints")
+    return _relative(tr.extra["holonomic_residual"], float(np.max(np.abs(tr.q))))
+
+
 def _energy(claim, tr, system):
     return float(np.max(np.abs(tr.energy - tr.energy[0]))) / max(abs(float(tr.energy[0])), 1e-300)
 
@@ -147,6 +154,7 @@ def _energy_balance(claim, tr, system):
 
 #: how each checkable invariant is measured on a Trajectory (``Invariant.how`` says it in words)
 MEASURES = {Invariant.NODE_CONSTRAINT: _node_constraint, Invariant.DISCRETE_CONSTRAINT: _discrete_constraint,
+            Invariant.HOLONOMIC_CONSTRAINT: _holonomic_constraint,
             Invariant.ENERGY: _energy, Invariant.GROUP_MEMBERSHIP: _group_membership,
             Invariant.ENERGY_BALANCE: _energy_balance}
 

@@ -82,6 +82,44 @@ def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
     return step
 
 
+def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter):
+    """With configuration constraints φ(q) = 0 (k rows; ``constraint_matrix`` is (Φ; μ)): RATTLE for
+    φ beside the one-impulse form for μ — the left node's impulse is (Λ_k, ℓ), the right node's
+    (Λ'_k, ℓ), with φ(q_{k+1}) = 0 and (Φ; μ)(q_{k+1}) G⁻¹p_{k+1} = (0; ν): Newton on
+    (q_{k+1}, (Λ'_k, ℓ), Λ_k), n + m + 2k unknowns (Marsden–West 2001 §3.5; Hairer–Lubich–Wanner
+    VII.1 for RATTLE). Self-adjoint: stepping back with −h exchanges Λ and Λ'. The reported
+    multiplier is −(2/h)ℓ for the rolling rows and −(Λ + Λ')/h for the configuration rows."""
+    D1 = jax.grad(L_d, argnums=0)
+    D2 = jax.grad(L_d, argnums=1)
+
+    def step(state, h):
+        q, p, lam = state.q, state.p, state.lam
+        n = q.shape[0]
+        k = system.holonomic(q).shape[0]
+        r = lam.shape[0]
+        M0 = system.constraint_matrix(q)
+
+        def left(ell, Lam):
+            return jnp.concatenate([Lam, ell[k:]])
+
+        def p_next(x, ell):
+            return D2(q, x, h) - linalg.vm(ell, system.constraint_matrix(x))
+
+        def F(u):
+            x, ell, Lam = u[:n], u[n:n + r], u[n + r:]
+            return jnp.concatenate([-D1(q, x, h) - p + linalg.vm(left(ell, Lam), M0),
+                                    _constraint(system, factor_fn(x), x, p_next(x, ell)),
+                                    system.holonomic(x)])
+
+        ell0 = -0.5 * h * lam
+        x0 = q + h * factor_fn(q).solve(p - linalg.vm(ell0, M0))
+        res = newton(F, jnp.concatenate([x0, ell0, ell0[:k]]), rtol=rtol, max_iter=max_iter)
+        x, ell, Lam = res.x[:n], res.x[n:n + r], res.x[n + r:]
+        lam1 = jnp.concatenate([-(Lam + ell[:k]) / h, -(2.0 / h) * ell[k:]])
+        return MultiplierState(x, p_next(x, ell), lam1), StepInfo.of(res)
+    return step
+
+
 def _newton_step(system, factor_fn, L_d, rtol, max_iter):
     """Any G(q) and L_d: Newton on (q_{k+1}, ℓ)."""
     D1 = jax.grad(L_d, argnums=0)
@@ -127,7 +165,9 @@ class SymmetricGNI(Method):
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
         factor_fn = system.factor_metric
         init = multiplier_init(system)
-        if fast_path and a is not None and system.constant_metric(q0):
+        if getattr(system, "has_holonomic", False):
+            step = _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter)
+        elif fast_path and a is not None and system.constant_metric(q0):
             step = _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified)
             if compensated:
                 init = with_compensation(init)
@@ -140,11 +180,17 @@ _SRC = ("Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, (9a)/(
         "per step split equally between the nodes, (9b)/(27b) at the new node")
 
 
+def _has_holonomic(system) -> bool:
+    return bool(getattr(system, "has_holonomic", False))
+
+
 def _traits(source, explicit_when=""):
     return Traits(
         order=2, symmetric=True, implicit=True, explicit_when=explicit_when,
-        preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = ν(q_k)"),),
-        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
+        preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = ν(q_k)"),
+                   Claim(Invariant.HOLONOMIC_CONSTRAINT, "configuration constraint φ(q_k) = 0 (RATTLE)",
+                         condition="configuration constraints", holds_for=_has_holonomic)),
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
         node_velocity="v_k = G⁻¹p_k (on the constraint)", source=source,
         family="gni-symmetric", integrates=("nonholonomic",))
 

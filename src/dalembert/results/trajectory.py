@@ -87,6 +87,13 @@ class Trajectory:
     def max_constraint_residual(self) -> float:
         return max_abs(self.constraint_residual)
 
+    @property
+    def max_holonomic_residual(self) -> float:
+        """max |φ(q_k)| over the nodes (m, rad: the constraint's own units) of a system with
+        configuration constraints (``holonomic_residual`` (N+1, k)); 0.0 without them."""
+        a = self.extra.get("holonomic_residual")
+        return 0.0 if a is None else max_abs(a)
+
     def plot(self):
         """A quick-look matplotlib Figure: the state against time, the relative energy error and
         the constraint residual (long runs are strided to at most 5000 points per curve).

@@ -20,6 +20,7 @@ nonholonomic integrator", §1–§2 and §6; see docs/theory/ferraro2015.md):
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -57,6 +58,8 @@ def _depends_on_input(fn: Callable, x) -> bool:
 SYMMETRY_RTOL = 1e-12
 DEFINITENESS_RTOL = 1e-14
 RANK_RTOL = 1e-10
+#: ``project=True`` warns when it changes the given velocity by more than this (relative, max norm)
+PROJECTION_WARN = 0.05
 
 
 def _as_vector(x, name: str) -> np.ndarray:
@@ -165,8 +168,21 @@ class NonholonomicSystem(SystemKind):
         Constraint covectors μ(q) as rows; 1 ≤ m < n, rows independent.
     constraint_rhs : callable q -> (m,), optional
         ν(q) for affine constraints μ(q) v = ν(q) (e.g. a turning table). Default: linear.
+    holonomic_constraints : callable q -> (k,), optional
+        Configuration constraints φ(q) = 0 beside the rolling ones (a closed chain, a contact
+        height, a redundant coordinate). The motion then satisfies φ(q) = 0, Φ(q) v = 0 and
+        μ(q) v = ν(q); (Φ; μ) must have full row rank k + m < n.
+    holonomic_jacobian : callable q -> (k, n), optional
+        Φ(q) = ∂φ/∂q; default: by automatic differentiation of ``holonomic_constraints``.
     name : str
         Used in messages, metadata and file names.
+
+    With configuration constraints, the velocity-level rows come first: ``constraint_matrix(q)``
+    is (Φ(q); μ(q)) of shape (k + m, n), ``constraint_rhs(q)`` is (0; ν(q)), the node arrays
+    ``constraint_residual`` (k + m,) and ``lam`` (k + m,) hold the k rows of Φ v and of the
+    configuration multipliers Λ first, then the m rolling ones; ``holonomic_residual`` (k,) is
+    φ(q) at the node. The Lagrange–d'Alembert equations are
+    G q̈ = f + Φᵀ Λ + μᵀ λ (Marsden–West, Acta Numerica 2001, §3.5 for the discrete form).
 
     The callables take and return JAX arrays and must be traceable (``jnp``, not ``np``).
     Checks of shapes, symmetry, positive definiteness and rank are made by :meth:`check` at the
@@ -185,7 +201,8 @@ class NonholonomicSystem(SystemKind):
                    NodeArray("lam", Role.MULTIPLIER, symbol="λ"))
 
     def __init__(self, mass_matrix, potential=None, constraint_matrix=None,
-                 constraint_rhs=None, name: str = "system"):
+                 constraint_rhs=None, name: str = "system", *, holonomic_constraints=None,
+                 holonomic_jacobian=None):
         if constraint_matrix is None:
             raise InputError("NonholonomicSystem needs constraint_matrix=lambda q: ... (shape (m, n))")
         if callable(mass_matrix):
@@ -200,12 +217,18 @@ class NonholonomicSystem(SystemKind):
             self._mass_const = jnp.asarray(G)
             self._mass_fn = lambda q: self._mass_const
         for nm, f in (("potential", potential), ("constraint_matrix", constraint_matrix),
-                      ("constraint_rhs", constraint_rhs)):
+                      ("constraint_rhs", constraint_rhs), ("holonomic_constraints", holonomic_constraints),
+                      ("holonomic_jacobian", holonomic_jacobian)):
             if f is not None and not callable(f):
                 raise InputError(f"{nm} must be a callable taking q; got {type(f).__name__}")
         self._potential = potential
         self._mu = constraint_matrix
         self._nu = constraint_rhs
+        if holonomic_jacobian is not None and holonomic_constraints is None:
+            raise InputError("holonomic_jacobian is given without holonomic_constraints; pass "
+                             "holonomic_constraints=lambda q: ... (shape (k,)) too")
+        self._phi = holonomic_constraints
+        self._Phi = holonomic_jacobian
         self.name = str(name)
         self._constant_metric: bool | None = None if self._mass_const is None else True
 
@@ -224,11 +247,18 @@ class NonholonomicSystem(SystemKind):
         tracing ``mass_matrix`` at state0's q0; without a state, a callable metric not yet traced
         counts as configuration-dependent)."""
         out = {Feature.AFFINE_CONSTRAINTS} if self.is_affine else set()
+        if self.has_holonomic:
+            out.add(Feature.HOLONOMIC_CONSTRAINTS)
         if self._constant_metric is None and not state0:
             out.add(Feature.CONFIGURATION_METRIC)
         elif not self.constant_metric(state0[0] if state0 else None):
             out.add(Feature.CONFIGURATION_METRIC)
         return frozenset(out)
+
+    @property
+    def has_holonomic(self) -> bool:
+        """True if the system has configuration constraints φ(q) = 0."""
+        return self._phi is not None
 
     def constant_metric(self, q) -> bool:
         """True if G does not depend on q (decided once, by tracing ``mass_matrix`` at q)."""
@@ -253,15 +283,56 @@ class NonholonomicSystem(SystemKind):
             return jnp.zeros_like(q)
         return jax.grad(self.potential)(q)
 
-    def constraint_matrix(self, q):
-        """μ(q), shape (m, n)."""
+    def rolling_matrix(self, q):
+        """μ(q), shape (m, n): the velocity (rolling) constraints as given."""
         return jnp.asarray(self._mu(q), dtype=jnp.float64)
 
-    def constraint_rhs(self, q):
+    def rolling_rhs(self, q):
         """ν(q), shape (m,); zeros for linear constraints."""
         if self._nu is None:
-            return jnp.zeros(self.constraint_matrix(q).shape[0], jnp.float64)
+            return jnp.zeros(self.rolling_matrix(q).shape[0], jnp.float64)
         return jnp.asarray(self._nu(q), dtype=jnp.float64).reshape(-1)
+
+    def holonomic(self, q):
+        """φ(q), shape (k,) (k = 0 without configuration constraints)."""
+        if self._phi is None:
+            return jnp.zeros(0, jnp.float64)
+        return jnp.asarray(self._phi(q), dtype=jnp.float64).reshape(-1)
+
+    def holonomic_jacobian(self, q):
+        """Φ(q) = ∂φ/∂q, shape (k, n): given, or by forward-mode autodiff of φ."""
+        if self._Phi is not None:
+            return jnp.asarray(self._Phi(q), dtype=jnp.float64).reshape(-1, jnp.shape(q)[0])
+        if self._phi is None:
+            return jnp.zeros((0, jnp.shape(q)[0]), jnp.float64)
+        return jax.jacfwd(self.holonomic)(q)
+
+    def constraint_matrix(self, q):
+        """The velocity constraints' matrix, shape (k + m, n): (Φ(q); μ(q)) — μ(q) alone, (m, n),
+        without configuration constraints."""
+        mu = self.rolling_matrix(q)
+        if self._phi is None:
+            return mu
+        return jnp.concatenate([self.holonomic_jacobian(q), mu], axis=0)
+
+    def constraint_rhs(self, q):
+        """The velocity constraints' right-hand side, shape (k + m,): (0; ν(q))."""
+        nu = self.rolling_rhs(q)
+        if self._phi is None:
+            return nu
+        return jnp.concatenate([jnp.zeros(self.holonomic(q).shape[0], jnp.float64), nu])
+
+    def project_configuration(self, q, *, rtol: float = 1e-14, max_iter: int = 40):
+        """The configuration on φ = 0 reached from q along G(q)⁻¹Φ(q)ᵀ (the kinetic metric's
+        closest point to first order; SHAKE's correction): q + G⁻¹ΦᵀΛ with φ(q + G⁻¹ΦᵀΛ) = 0 by
+        Newton on Λ (k,). Returns a :class:`~dalembert.solvers.newton.NewtonResult` whose ``x``
+        is the projected q (n,) (traceable)."""
+        from ..solvers.newton import newton
+        f = self.factor_metric(q)
+        GPhi = f.solve(self.holonomic_jacobian(q).T)
+        res = newton(lambda lam: self.holonomic(q + linalg.mv(GPhi, lam)),
+                     jnp.zeros(GPhi.shape[1], jnp.float64), rtol=rtol, max_iter=max_iter)
+        return res._replace(x=q + linalg.mv(GPhi, res.x))
 
     # --- derived quantities -----------------------------------------------------------------
     def factor_metric(self, q) -> MetricFactor:
@@ -399,10 +470,14 @@ class NonholonomicSystem(SystemKind):
         return jnp.max(jnp.abs(G - G.T)) <= SYMMETRY_RTOL * jnp.maximum(1.0, jnp.max(jnp.abs(G)))
 
     def diagnostics(self, obs: dict) -> dict:
-        """Node diagnostics from a method's observation {q, v, ...}: energy (J) and
-        constraint_residual (m,)."""
-        return {"energy": self.energy(obs["q"], obs["v"]),
-                "constraint_residual": self.constraint_residual(obs["q"], obs["v"])}
+        """Node diagnostics from a method's observation {q, v, ...}: energy (J),
+        constraint_residual (k + m,) (Φ(q)v rows first, then μ(q)v − ν(q)) and, with configuration
+        constraints, holonomic_residual (k,) = φ(q)."""
+        out = {"energy": self.energy(obs["q"], obs["v"]),
+               "constraint_residual": self.constraint_residual(obs["q"], obs["v"])}
+        if self._phi is not None:
+            out["holonomic_residual"] = self.holonomic(obs["q"])
+        return out
 
     def step_check_value(self, obs: dict):
         """V(q) + Σ G(q): finite exactly when the energy ½vᵀGv + V of a finite node is (for finite
@@ -424,9 +499,10 @@ class NonholonomicSystem(SystemKind):
 
     # --- validation -------------------------------------------------------------------------
     def _values(self, q):
-        """(G, V, μ, ν, ∇V) at q: what the value checks look at."""
+        """(G, V, μ, ν, ∇V, φ) at q: what the value checks look at (μ, ν stacked with Φ, 0 and φ of
+        size 0 without configuration constraints)."""
         return (self.mass_matrix(q), self.potential(q), self.constraint_matrix(q), self.constraint_rhs(q),
-                self.grad_potential(q))
+                self.grad_potential(q), self.holonomic(q))
 
     def _evaluate_all(self, q):
         """:meth:`_values` in one compiled call (eager JAX ops would compile one by one)."""
@@ -448,7 +524,9 @@ class NonholonomicSystem(SystemKind):
             return np.zeros(q.shape[0] if q.ndim else 0, bool)
         if getattr(self, "_eval_all_batch", None) is None:
             self._eval_all_batch = jax.jit(jax.vmap(self._values))
-        G, V, mu, nu, dV = (np.asarray(a) for a in self._eval_all_batch(jnp.asarray(q)))
+        if self._phi is not None:     # the configuration constraints are checked member by member
+            return np.zeros(q.shape[0], bool)
+        G, V, mu, nu, dV, _ = (np.asarray(a) for a in self._eval_all_batch(jnp.asarray(q)))
         B = q.shape[0]
         ok = np.isfinite(q).all(1) & np.isfinite(v).all(1)
         for a in (G, V, mu, nu, dV):
@@ -477,14 +555,25 @@ class NonholonomicSystem(SystemKind):
         vshape = _shape_of(self._potential or (lambda x: 0.0 * x[0]), "potential", qj)
         if vshape not in ((), (1,)):
             _expect_shape(vshape, "potential", (), "a scalar", q)
-        mshape = _shape_of(self.constraint_matrix, "constraint_matrix", qj)
+        mshape = _shape_of(self.rolling_matrix, "constraint_matrix", qj)
         if len(mshape) != 2 or mshape[1] != n:
             raise SystemError_(
                 f"constraint_matrix(q0) returned shape {mshape}; expected (m, {n}) "
                 f"(one row per constraint) for q0 of shape {q.shape}")
         m = mshape[0]
-        if not 1 <= m < n:
-            raise SystemError_(f"constraint_matrix(q0) has {m} rows; need 1 ≤ m < n = {n}")
+        k = 0
+        if self._phi is not None:
+            kshape = _shape_of(self._phi, "holonomic_constraints", qj)
+            if len(kshape) != 1 or kshape[0] < 1:
+                raise SystemError_(f"holonomic_constraints(q0) returned shape {kshape}; expected (k,) with "
+                                   f"k ≥ 1 (one entry per configuration constraint φ_i(q) = 0)")
+            k = kshape[0]
+            if self._Phi is not None:
+                _expect_shape(_shape_of(self._Phi, "holonomic_jacobian", qj), "holonomic_jacobian", (k, n),
+                              "Φ(q) = ∂φ/∂q, one row per configuration constraint", q)
+        if not 1 <= m or k + m >= n:
+            raise SystemError_(f"constraint_matrix(q0) has {m} rows" + (f" and holonomic_constraints {k}" if k else "")
+                               + f"; need 1 ≤ m and k + m < n = {n}")
         if self._nu is not None:
             _expect_shape(_shape_of(self._nu, "constraint_rhs", qj), "constraint_rhs", (m,),
                           "ν(q), one entry per constraint", q)
@@ -495,14 +584,18 @@ class NonholonomicSystem(SystemKind):
 
         Checks: q0 and v0 finite 1-D of equal length; G(q0) of shape (n, n), finite, symmetric
         (to 1e-12 relative) and positive definite; V(q0) a finite scalar; μ(q0) of shape (m, n)
-        with 1 ≤ m < n and independent rows; ν(q0) of shape (m,); ∇V(q0) finite; and
-        ``‖μ(q0) v0 − ν(q0)‖∞ ≤ tol · max(1, ‖v0‖∞)``.
+        with 1 ≤ m < n and independent rows; ν(q0) of shape (m,); ∇V(q0) finite; with
+        configuration constraints, φ(q0) of shape (k,), (Φ; μ) of full row rank k + m < n and
+        ``‖φ(q0)‖∞ ≤ tol · max(1, ‖q0‖∞)``; and
+        ``‖μ(q0) v0 − ν(q0)‖∞ ≤ tol · max(1, ‖v0‖∞)`` (with Φ(q0) v0 = 0).
 
         Parameters
         ----------
         q0, v0 : (n,) initial configuration and velocity.
-        project : if True, a violating v0 is replaced by its G-orthogonal projection onto the
-            constraint space instead of raising.
+        project : if True, a q0 off φ = 0 is moved onto it (:meth:`project_configuration`, the
+            kinetic metric's SHAKE correction) and a violating v0 is replaced by its G-orthogonal
+            projection onto the constraint space instead of raising; a projection that changes v0
+            by more than :data:`PROJECTION_WARN` (relative) warns.
         tol : constraint tolerance (default 1e-10).
 
         Returns
@@ -517,10 +610,23 @@ class NonholonomicSystem(SystemKind):
         n = q.size
         self._check_shapes(q)
         # (the compiled call takes the NumPy array: an eager jnp.asarray is a dispatch per array)
-        G, V, mu, nu, dV = (np.asarray(x) for x in self._evaluate_all(q))
+        G, V, mu, nu, dV, phi = (np.asarray(x) for x in self._evaluate_all(q))
         for x, nm in ((G, "mass_matrix"), (V, "potential"), (mu, "constraint_matrix"),
-                      (nu, "constraint_rhs"), (dV, "potential (gradient)")):
+                      (nu, "constraint_rhs"), (dV, "potential (gradient)"), (phi, "holonomic_constraints")):
             _expect_finite(x, nm)
+        if phi.size and np.max(np.abs(phi)) > tol * max(1.0, float(np.max(np.abs(q)))):
+            if not project:
+                raise ConstraintViolationError(
+                    f"q0 is off the configuration constraints: |φ(q0)| = {np.max(np.abs(phi)):.3e}; give a q0 "
+                    f"with φ(q0) = 0 or pass project=True (CLI: --project) to move it onto φ = 0 in the "
+                    f"kinetic metric", phi)
+            res = self._project_q(q)
+            if not bool(res.converged):
+                raise InputError(f"project=True: could not bring q0 onto φ = 0 (|φ| = "
+                                 f"{np.max(np.abs(np.asarray(self.holonomic(res.x)))):.3e} after "
+                                 f"{int(res.iterations)} Newton steps); give a q0 nearer the constraint")
+            q = np.asarray(res.x)
+            G, V, mu, nu, dV, phi = (np.asarray(x) for x in self._evaluate_all(q))
         scale = max(1.0, float(np.max(np.abs(G))))
         if np.max(np.abs(G - G.T)) > SYMMETRY_RTOL * scale:
             raise SystemError_(
@@ -532,6 +638,10 @@ class NonholonomicSystem(SystemKind):
                 "the kinetic metric must be symmetric positive definite")
         sv = np.linalg.svd(mu, compute_uv=False)
         if sv[-1] <= RANK_RTOL * max(sv[0], 1e-300):
+            if self._phi is not None:
+                raise SystemError_(
+                    f"the configuration and rolling constraints are dependent at q0: (Φ(q0); μ(q0)) is "
+                    f"rank-deficient (singular values {sv}); drop the rows that repeat another")
             raise SystemError_(
                 f"constraint_matrix(q0) is rank-deficient (singular values {sv}); "
                 "its rows must be independent")
@@ -548,5 +658,17 @@ class NonholonomicSystem(SystemKind):
                     f"v0 violates the constraints: |μ(q0) v0 − ν(q0)| = {np.max(np.abs(res)):.3e} "
                     f"> {bound:.1e} (residual {res}); pass project=True (CLI: --project) to project "
                     "v0 onto the constraint space in the kinetic metric", res)
+            given = v
             v = np.asarray(self.project_velocity(jnp.asarray(q), jnp.asarray(v)))
+            change = float(np.max(np.abs(v - given))) / max(float(np.max(np.abs(given))), 1e-300)
+            if change > PROJECTION_WARN:
+                warnings.warn(f"project=True changed v0 by {100 * change:.0f}% (max |Δv| / max |v0|): "
+                              f"{np.array2string(given, precision=4)} -> {np.array2string(v, precision=4)}; "
+                              f"give a v0 on the constraints to keep what you specified", UserWarning, stacklevel=4)
         return q, v
+
+    def _project_q(self, q):
+        """:meth:`project_configuration` compiled once per system (its Newton is a while loop)."""
+        if getattr(self, "_project_q_fn", None) is None:
+            self._project_q_fn = jax.jit(lambda x: self.project_configuration(x))
+        return self._project_q_fn(q)

@@ -1,0 +1,219 @@
+"""Configuration (holonomic) constraints beside the rolling ones: NonholonomicSystem(...,
+holonomic_constraints=φ). Checked on systems of our own against independent formulations: a skate
+whose heading is the unit vector (c, s) with c² + s² = 1 (against the skate in (x, y, θ), a system
+without configuration constraints, and its DOP853 reference), the same skate in polar coordinates
+(r, ψ) with a q-dependent metric; orders, |φ| at every node, long runs, two initial states, a save
+stride, and the bad inputs."""
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dalembert as dl
+from dalembert.declarations import Feature
+from dalembert.errors import ConstraintViolationError, InputError, SystemError_
+
+INERTIA = 0.2
+T = 2.0
+
+
+def _V_xy(x, y):
+    return 0.5 * x ** 2 + 0.3 * y ** 2     # an anisotropic spring: bounded motion
+
+
+def skate_theta():
+    """The reference formulation: q = (x, y, θ), no configuration constraint."""
+    return dl.NonholonomicSystem(
+        mass_matrix=jnp.diag(jnp.array([1.0, 1.0, INERTIA])), potential=lambda q: _V_xy(q[0], q[1]),
+        constraint_matrix=lambda q: jnp.array([[-jnp.sin(q[2]), jnp.cos(q[2]), 0.0]]), name="skate-theta")
+
+
+def skate_unit():
+    """q = (x, y, c, s): the heading as a unit vector, φ = c² + s² − 1 (constant metric)."""
+    return dl.NonholonomicSystem(
+        mass_matrix=jnp.diag(jnp.array([1.0, 1.0, INERTIA, INERTIA])), potential=lambda q: _V_xy(q[0], q[1]),
+        constraint_matrix=lambda q: jnp.array([[-q[3], q[2], 0.0, 0.0]]),
+        holonomic_constraints=lambda q: jnp.array([q[2] ** 2 + q[3] ** 2 - 1.0]), name="skate-unit")
+
+
+def skate_polar():
+    """q = (r, ψ, c, s): position in polar coordinates (metric diag(1, r², I, I), q-dependent)."""
+    def V(q):
+        r, psi = q[0], q[1]
+        return _V_xy(r * jnp.cos(psi), r * jnp.sin(psi))
+
+    def mu(q):
+        r, psi, c, s = q
+        return jnp.array([[c * jnp.sin(psi) - s * jnp.cos(psi), r * (s * jnp.sin(psi) + c * jnp.cos(psi)), 0.0, 0.0]])
+
+    return dl.NonholonomicSystem(
+        mass_matrix=lambda q: jnp.diag(jnp.array([1.0, q[0] ** 2, INERTIA, INERTIA])), potential=V,
+        constraint_matrix=mu, holonomic_constraints=lambda q: jnp.array([q[2] ** 2 + q[3] ** 2 - 1.0]),
+        name="skate-polar")
+
+
+def state_theta(x=2.0, y=1.0, th=0.3, u=1.0, w=0.8):
+    return np.array([x, y, th]), np.array([u * np.cos(th), u * np.sin(th), w])
+
+
+def state_unit(x=2.0, y=1.0, th=0.3, u=1.0, w=0.8):
+    c, s = np.cos(th), np.sin(th)
+    return np.array([x, y, c, s]), np.array([u * c, u * s, -w * s, w * c])
+
+
+def state_polar(x=2.0, y=1.0, th=0.3, u=1.0, w=0.8):
+    r, psi = np.hypot(x, y), np.arctan2(y, x)
+    xd, yd = u * np.cos(th), u * np.sin(th)
+    rd = (x * xd + y * yd) / r
+    psid = (x * yd - y * xd) / r ** 2
+    return np.array([r, psi, np.cos(th), np.sin(th)]), np.array([rd, psid, -w * np.sin(th), w * np.cos(th)])
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """(x, y, cos θ, sin θ) at t = T from the θ-formulation's DOP853 reference."""
+    def at(**kw):
+        q0, v0 = state_theta(**kw)
+        tr = dl.integrate(skate_theta(), "reference", q0=q0, v0=v0, h=T / 4, t_final=T, progress=False)
+        x, y, th = tr.q[-1]
+        return np.array([x, y, np.cos(th), np.sin(th)])
+    return at
+
+
+def _unit_from_polar(q):
+    r, psi, c, s = q
+    return np.array([r * np.cos(psi), r * np.sin(psi), c, s])
+
+
+def _order(hs, errs):
+    return np.polyfit(np.log(hs), np.log(errs), 1)[0]
+
+
+@pytest.mark.parametrize("method,order,hs", [
+    ("nh-rattle-sym", 2, (0.1, 0.05, 0.025)),
+    ("gni-midpoint-sym", 2, (0.1, 0.05, 0.025)),
+    ("nh-rattle-4", 4, (0.2, 0.1, 0.05)),
+    ("rk8-projected", 8, (0.5, 0.25, 0.125)),
+])
+@pytest.mark.parametrize("form", ["unit", "polar"])
+def test_order_against_the_formulation_without_configuration_constraints(reference, method, order, hs, form):
+    """Fitted order within ±0.15·p/2 of the declared one against the θ-skate's reference; φ at
+    round-off at every node, the velocity constraints (Φ v and μ v) too."""
+    system, (q0, v0) = (skate_unit(), state_unit()) if form == "unit" else (skate_polar(), state_polar())
+    target = reference()
+    errs = []
+    for h in hs:
+        tr = dl.integrate(system, method, q0=q0, v0=v0, h=h, t_final=T, progress=False)
+        q = tr.q[-1] if form == "unit" else _unit_from_polar(tr.q[-1])
+        errs.append(np.max(np.abs(q - target)))
+        assert tr.holonomic_residual.shape == (len(tr.t), 1)
+        assert tr.max_holonomic_residual <= 1e-14                    # measured ≤ 4.5e-16
+        assert tr.constraint_residual.shape == (len(tr.t), 2)        # Φ v row, then μ v
+        assert tr.max_constraint_residual <= 1e-13                   # measured ≤ 1.5e-14
+    assert abs(_order(hs, errs) - order) <= 0.15 * order / 2 + (0.6 if order == 8 else 0.0), errs
+
+
+def test_long_run_energy_bounded_and_constraints_at_round_off():
+    """10⁵ steps of nh-rattle-sym (t = 1000): φ and the velocity constraints at round-off at every
+    node; the energy error bounded (no drift: the second half's maximum is not above the first's
+    by more than a quarter)."""
+    q0, v0 = state_unit()
+    tr = dl.integrate(skate_unit(), "nh-rattle-sym", q0=q0, v0=v0, h=0.01, t_final=1000.0, save_every=10,
+                      progress=False)
+    assert tr.max_holonomic_residual <= 1e-14 and tr.max_constraint_residual <= 1e-13   # 2.2e-16, 2.3e-14
+    e = np.abs(tr.energy - tr.energy[0]) / abs(tr.energy[0])
+    half = len(e) // 2
+    assert e.max() < 1e-4 and e[half:].max() <= 1.25 * e[:half].max()          # 1.9e-5 in both halves
+
+
+def test_two_initial_states_on_one_system_and_a_save_stride(reference):
+    """One system object, two initial states (the second off the first's orbit), each equal to the
+    θ-formulation's reference to the method's accuracy; save_every = 4 keeps every 4th node of the
+    save_every = 1 run bit for bit."""
+    system = skate_unit()
+    for kw in ({}, {"x": -1.0, "y": 0.5, "th": 2.0, "u": 0.4, "w": -1.3}):
+        q0, v0 = state_unit(**kw)
+        every = dl.integrate(system, "nh-rattle-sym", q0=q0, v0=v0, h=0.01, t_final=T, progress=False)
+        strided = dl.integrate(system, "nh-rattle-sym", q0=q0, v0=v0, h=0.01, t_final=T, save_every=4,
+                               progress=False)
+        assert np.array_equal(strided.q, every.q[::4]) and np.array_equal(strided.t, every.t[::4])
+        assert np.max(np.abs(every.q[-1] - reference(**kw))) < 2e-4       # measured 6.6e-5, 6.3e-5
+
+
+def test_methods_that_do_not_take_configuration_constraints_are_refused_before_tracing():
+    q0, v0 = state_unit()
+    system = skate_unit()
+    assert Feature.HOLONOMIC_CONSTRAINTS in system.features(q0, v0)
+    fits = dl.methods.accepting(system, (q0, v0))
+    assert {"nh-rattle-sym", "gni-midpoint-sym", "nh-rattle-4", "rk8-projected", "reference"} <= set(fits)
+    with pytest.raises(InputError, match="does not accept systems with configuration constraints") as err:
+        dl.integrate(system, "dg-gonzalez", q0=q0, v0=v0, h=0.1, t_final=1.0, progress=False)
+    assert "nh-rattle-sym" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_reference_reports_its_drift_on_phi():
+    q0, v0 = state_unit()
+    tr = dl.integrate(skate_unit(), "reference", q0=q0, v0=v0, h=0.1, t_final=T, progress=False)
+    assert 0.0 < tr.max_holonomic_residual < 1e-11                   # the index-1 form drifts (2.5e-14)
+
+
+# --- initial states and bad input -------------------------------------------------------------------
+
+def test_q0_off_phi_is_refused_with_its_residual_or_projected():
+    q0, v0 = state_unit()
+    system = skate_unit()
+    with pytest.raises(ConstraintViolationError, match=r"\|φ\(q0\)\| = 2\.010e-02.*project=True"):
+        dl.integrate(system, "nh-rattle-sym", q0=1.01 * q0, v0=v0, h=0.1, t_final=1.0, progress=False)
+    tr = dl.integrate(system, "nh-rattle-sym", q0=1.01 * q0, v0=v0, h=0.1, t_final=1.0, project=True,
+                      progress=False)
+    assert abs(tr.q[0, 2] ** 2 + tr.q[0, 3] ** 2 - 1.0) <= 1e-15 and tr.max_holonomic_residual <= 1e-15
+    assert np.allclose(tr.q[0, :2], 1.01 * q0[:2], atol=0, rtol=0)    # only the constrained coordinates moved
+
+
+def test_a_projection_that_changes_the_given_velocity_warns():
+    q0, _ = state_unit()
+    system = skate_unit()
+    with pytest.warns(UserWarning, match=r"project=True changed v0 by \d+%"):
+        dl.integrate(system, "nh-rattle-sym", q0=q0, v0=np.array([0.0, 1.0, 0.0, 0.0]), h=0.1, t_final=0.2,
+                     project=True, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")               # a tiny correction does not warn
+        q0, v0 = state_unit()
+        dl.integrate(system, "nh-rattle-sym", q0=q0, v0=v0 + 1e-9, h=0.1, t_final=0.2, project=True,
+                     progress=False)
+
+
+@pytest.mark.parametrize("phi,match", [
+    (lambda q: jnp.array([[q[2] ** 2 + q[3] ** 2 - 1.0]]), "holonomic_constraints.*shape"),
+    (lambda q: jnp.array([jnp.log(q[2] - 5.0)]), "holonomic_constraints.*non-finite"),
+    (lambda q: jnp.array([q[1] * q[2] - q[0] * q[3]]), "dependent"),
+])
+def test_bad_configuration_constraints_are_one_line_errors(phi, match):
+    """φ of the wrong shape, non-finite at q0, and φ whose Φ repeats μ (here, φ = c y − s x has
+    Φ = (−s, c, y, −x): at q0 = (0, 0, c, s) it is μ's row), each a one-line SystemError_."""
+    system = dl.NonholonomicSystem(
+        mass_matrix=jnp.eye(4), constraint_matrix=lambda q: jnp.array([[-q[3], q[2], 0.0, 0.0]]),
+        holonomic_constraints=phi)
+    q0 = np.array([0.0, 0.0, 1.0, 0.0])
+    with pytest.raises(SystemError_, match=match) as err:
+        system.check(q0, np.array([1.0, 0.0, 0.0, 0.0]))
+    assert "\n" not in str(err.value)
+
+
+def test_a_jacobian_without_constraints_is_refused():
+    with pytest.raises(InputError, match="holonomic_jacobian is given without holonomic_constraints"):
+        dl.NonholonomicSystem(mass_matrix=jnp.eye(3), constraint_matrix=lambda q: jnp.ones((1, 3)),
+                              holonomic_jacobian=lambda q: jnp.ones((1, 3)))
+
+
+def test_a_given_jacobian_is_used_and_equals_the_autodiff_one():
+    system = dl.NonholonomicSystem(
+        mass_matrix=jnp.diag(jnp.array([1.0, 1.0, INERTIA, INERTIA])), potential=lambda q: _V_xy(q[0], q[1]),
+        constraint_matrix=lambda q: jnp.array([[-q[3], q[2], 0.0, 0.0]]),
+        holonomic_constraints=lambda q: jnp.array([q[2] ** 2 + q[3] ** 2 - 1.0]),
+        holonomic_jacobian=lambda q: jnp.array([[0.0, 0.0, 2.0 * q[2], 2.0 * q[3]]]))
+    q0, v0 = state_unit()
+    a = dl.integrate(system, "nh-rattle-sym", q0=q0, v0=v0, h=0.05, t_final=1.0, progress=False)
+    b = dl.integrate(skate_unit(), "nh-rattle-sym", q0=q0, v0=v0, h=0.05, t_final=1.0, progress=False)
+    assert np.max(np.abs(a.q - b.q)) <= 1e-14
