@@ -13,6 +13,10 @@ In one-step form the state is (q_k, p⁺_k = D2 L_d(q_{k−1}, q_k)), started as
 Reported at the nodes: q_k; v_k = G⁻¹(P* p⁺_k + Q*Π), the node momentum projected onto the
 constraint space (p⁺_k itself satisfies the constraint only to O(h)); no multiplier (λ_k belongs
 to the interval [t_k, t_{k+1}]). What DLA keeps exactly is the discrete constraint ω_d = 0.
+
+With configuration constraints φ(q) = 0 (``holonomic_constraints``), the momentum equation gains
+Φ(q_k)ᵀΛ_k (the first k rows of ``constraint_matrix``) and φ(q_{k+1}) = 0 joins ω_d = 0 (Marsden–West,
+Acta Numerica 2001, §3.5): n + k + m unknowns (q_{k+1}, Λ_k, λ_k).
 """
 from __future__ import annotations
 
@@ -31,6 +35,12 @@ from .discrete_constraints import left_point_constraint, midpoint_constraint
 from .gni import GNIState, startup_init, reflection_coefficients
 
 
+#: the configuration constraint, imposed at the new node (a claim where the system has one)
+_HOLONOMIC = Claim(Invariant.HOLONOMIC_CONSTRAINT, "configuration constraint φ(q_{k+1}) = 0 (Marsden–West 2001 §3.5)",
+                   condition="configuration constraints",
+                   holds_for=lambda system: bool(getattr(system, "has_holonomic", False)))
+
+
 def dla_variant(name: str, discrete_constraint, discrete_lagrangian=None, order: int = 2,
                 description: str = "") -> "DLA":
     """A DLA method with the midpoint L_d (default) and another discrete constraint
@@ -41,8 +51,8 @@ def dla_variant(name: str, discrete_constraint, discrete_lagrangian=None, order:
         order=order, symmetric=False, implicit=True,
         preserves=(Claim(Invariant.DISCRETE_CONSTRAINT,
                          f"discrete constraint {getattr(discrete_constraint, '__name__', 'ω_d')} = 0",
-                         discrete_constraint=discrete_constraint),),
-        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
+                         discrete_constraint=discrete_constraint), _HOLONOMIC),
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
         node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
         source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 (2008) "
                "§5, Example 3 (the \"bad\" discrete constraint)", family="dla",
@@ -70,6 +80,9 @@ class DLA(Method):
         D1 = jax.grad(L_d, argnums=0)
         D2 = jax.grad(L_d, argnums=1)
         n = q0.shape[0]
+        # configuration constraints (Marsden–West 2001 §3.5): φ(q_{k+1}) = 0 with Φ(q_k)ᵀΛ_k in the
+        # momentum equation — the first k rows of constraint_matrix and of the unknown multiplier
+        phi = system.holonomic if getattr(system, "has_holonomic", False) else (lambda x: jnp.zeros(0))
 
         def step(state, h):
             q, p, g = state.q, state.p, state.g
@@ -78,7 +91,7 @@ class DLA(Method):
 
             def F(z):
                 x, lam = z[:n], z[n:]
-                return jnp.concatenate([D1(q, x, h) + p - linalg.vm(lam, mu), omega(q, x, h)])
+                return jnp.concatenate([D1(q, x, h) + p - linalg.vm(lam, mu), phi(x), omega(q, x, h)])
 
             f = factor_fn(q)
             s, _ = reflection_coefficients(system, q, p, f)
@@ -104,8 +117,8 @@ MIDPOINT = DLA(name="dla-midpoint",
     traits=Traits(
         order=2, symmetric=True, implicit=True,
         preserves=(Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint μ(q̄)(q_{k+1}−q_k)/h = ν(q̄)",
-                         discrete_constraint=midpoint_constraint),),
-        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
+                         discrete_constraint=midpoint_constraint), _HOLONOMIC),
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
         node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
         source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 "
                "(2008) §5 (midpoint L_d and midpoint discrete constraint)",

@@ -10,7 +10,12 @@ p = G v.
   (z' − z)/h = J ∇̄H(z, z') + (0; μ(q̄)ᵀλ),  μ(q̄) ∇̄_pH(z, z') = 0,  q̄ = (q + q')/2 (the paper leaves q̄
   undefined: erratum E7, docs/theory/celledoni2019.md#e7).
   Energy-exact and second order, but the constraint μ(q)G⁻¹p = 0 is **not** kept: it drifts
-  (this is what the paper's Figure 4 shows). Reported: q_k, p_k, v_k = G⁻¹p_k.
+  (this is what the paper's Figure 4 shows). Reported: q_k, p_k, v_k = G⁻¹p_k. With configuration
+  constraints φ(q) = 0 their impulse acts along Φ̄(q, q'), the Gonzalez discrete gradient of φ,
+  and φ(q') = 0 is imposed at the node (Gonzalez, Physica D 132, 1999; Betsch, Comput. Methods
+  Appl. Mech. Engrg. 195, 2006, for mixed constraints): H(z') − H(z) = Λ·(φ(q') − φ(q)) = 0, so
+  the energy stays exact and φ holds at every node; Φ(q)v and μ(q)v hold at the midpoint, O(h²)
+  at the nodes.
 * ``gonzalez-r`` (§3.3, Algorithm 1): the reduced Gonzalez method (14) on the almost-Poisson form, run from
   canonical data only. Each step takes the Householder basis X of ker μ with the standard signs at
   q_k (frozen for the step), ρ = Xᵀp (16b), solves ζ' = ζ + hΠ(ζ̄)∇̄₂𝓗(ζ, ζ') with B from (17),
@@ -56,23 +61,43 @@ class GonzalezF(Method):
             return system.hamiltonian(z[:n], z[n:])
 
         dg = gonzalez(H)
+        # configuration constraints φ(q) = 0 (k rows, first in constraint_matrix): their impulse acts
+        # along Φ̄(q, q'), the Gonzalez discrete gradient of each φ_i, and φ(q') = 0 is imposed, so
+        # that H' − H = Λ·(φ(q') − φ(q)) = 0 (Gonzalez, Physica D 132 (1999); Betsch, CMAME 195 (2006))
+        k = int(system.holonomic(jnp.asarray(q0)).shape[0]) if getattr(system, "has_holonomic", False) else 0
+        phi_dgs = [gonzalez(lambda q, i=i: system.holonomic(q)[i]) for i in range(k)]
 
         def step(state, h):
             z = jnp.concatenate([state.q, state.p])
             r = system.constraint_matrix(state.q).shape[0]
 
-            def F(u):   # u = (q', p', hλ): the impulse hλ keeps the unknowns' round-off O(ε)
+            def F_scaled(u):   # u = (q', p', hλ): the impulse hλ keeps the unknowns' round-off O(ε)
                 zp, lam_h = u[:2 * n], u[2 * n:]
                 mu = system.constraint_matrix(0.5 * (state.q + zp[:n]))
                 g = dg(z, zp)
                 gq, gp = g[:n], g[n:]
-                return jnp.concatenate([zp[:n] - state.q - h * gp,
-                                        zp[n:] - state.p + h * gq - linalg.vm(lam_h, mu),
-                                        linalg.mv(mu, gp)])
+                if k:
+                    mu = jnp.concatenate([jnp.stack([d(state.q, zp[:n]) for d in phi_dgs]), mu[k:]])
+                    cons = jnp.concatenate([system.holonomic(zp[:n]), linalg.mv(mu[k:], gp)])
+                else:
+                    cons = linalg.mv(mu, gp)
+                res = jnp.concatenate([zp[:n] - state.q - h * gp,
+                                       zp[n:] - state.p + h * gq - linalg.vm(lam_h, mu), cons])
+                # the size of each unknown's terms, for the round-off floor of the Newton test
+                sq = jnp.maximum(jnp.maximum(jnp.abs(zp[:n]), jnp.abs(state.q)), h * jnp.abs(gp))
+                sp = jnp.maximum(jnp.maximum(jnp.abs(zp[n:]), jnp.abs(state.p)), h * jnp.abs(gq))
+                return res, jnp.concatenate([sq, sp, jnp.full(r, jnp.max(sp))])
+
+            def F(u):
+                return F_scaled(u)[0]
 
             g0 = jax.grad(H)(z)
             u0 = jnp.concatenate([state.q + h * g0[n:], state.p - h * g0[:n], jnp.zeros(r)])
-            res = newton(F, u0, jacobian=jax.jacrev(F), rtol=rtol, max_iter=max_iter, simplified=True)
+            if k:   # the Gonzalez quotients' round-off grows like ε|H|/|Δz|: a componentwise test
+                res = newton(F_scaled, u0, jacobian=jax.jacrev(F), rtol=rtol, max_iter=max_iter,
+                             simplified=True, has_scale=True)
+            else:
+                res = newton(F, u0, jacobian=jax.jacrev(F), rtol=rtol, max_iter=max_iter, simplified=True)
             return MomentumState(res.x[:n], res.x[n:2 * n]), StepInfo.of(res)
 
         return Scheme(momentum_init(system), step, momentum_observe(system.factor_metric))
@@ -145,8 +170,11 @@ def _methods():
             name="gonzalez-f",
             traits=Traits(
                 order=2, symmetric=True, implicit=True,
-                preserves=(Claim(Invariant.ENERGY, "energy H(q, p) (exactly, Gonzalez discrete gradient)"),),
-                accepts={Feature.CONFIGURATION_METRIC},
+                preserves=(Claim(Invariant.ENERGY, "energy H(q, p) (exactly, Gonzalez discrete gradient)"),
+                           Claim(Invariant.HOLONOMIC_CONSTRAINT, "configuration constraint φ(q_k) = 0, its impulse "
+                                 "along the discrete gradient Φ̄ (Gonzalez 1999)", condition="configuration constraints",
+                                 holds_for=lambda s: bool(getattr(s, "has_holonomic", False)))),
+                accepts={Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
                 node_velocity="v_k = G⁻¹p_k (does NOT satisfy the constraint: it drifts)",
                 source=f"{_SOURCE}, (15) with the Gonzalez DG (12); q̄ the midpoint "
                        "(erratum E7, docs/theory/celledoni2019.md#e7)",
