@@ -89,6 +89,20 @@ def chart_metadata(arrays: dict, h: float) -> dict:
             "chart_switch_times_complete": bool(np.all(np.diff(count) <= 1))}
 
 
+def system_fingerprint(system, x0s) -> str | None:
+    """The system's content fingerprint at the initial state x0s
+    (:meth:`~dalembert.systems.kind.SystemKind.fingerprint`), None for an object without one.
+    Raises InputError when the initial state does not fit the system."""
+    fp = getattr(system, "fingerprint", None)
+    if not callable(fp):
+        return None
+    try:
+        return fp(*x0s)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{getattr(system, 'name', 'system')}: cannot evaluate the system at the "
+                         f"checkpoint's initial state ({exc}); resume with the same system") from None
+
+
 def run_metadata(system, method, h, n_steps, save_every, options, **extra) -> dict:
     """The metadata every run records."""
     return {"system": system.name, "kind": kind_name(system),
@@ -192,6 +206,8 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
         return _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options)
     if stream is not None:
         md["stream"] = str(stream)
+    if checkpoint is not None:
+        md["system_fingerprint"] = system_fingerprint(system, x0s)
     run = _Run(system, method, x0s, h, n_steps, save_every, md, options, progress, chunk_steps,
                checkpoint, checkpoint_every, stream)
     return run.go()
@@ -216,7 +232,9 @@ def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
     Raises
     ------
     InputError (no or damaged checkpoint; a system whose name, kind or state shapes differ from
-    the checkpoint's; a user system not given), and as :func:`integrate`.
+    the checkpoint's, or whose content does — the checkpoint holds the system's fingerprint,
+    :meth:`~dalembert.systems.kind.SystemKind.fingerprint`, the values of its functions at probe
+    states near the initial state; a user system not given), and as :func:`integrate`.
     """
     from . import checkpoint as ckpt_mod
 
@@ -236,6 +254,15 @@ def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
         x0s = tuple(np.asarray(md[n], np.float64) for n in names)
     except KeyError as exc:
         raise InputError(f"the checkpoint has no initial state {exc} of {system.name}") from None
+    written_by = md.get("system_fingerprint")
+    if written_by is not None and kind_name(system) != md.get("kind"):
+        raise InputError(f"checkpoint {ck['path']} was written by a different system (a {md.get('kind')} "
+                         f"system, this one is {kind_name(system)}); resume with the same system or "
+                         f"start again")
+    if written_by is not None and system_fingerprint(system, x0s) != written_by:
+        raise InputError(f"checkpoint {ck['path']} was written by a different system (same name "
+                         f"{md.get('system')!r}, but its functions give other values at the probe "
+                         f"states); resume with the same system or start again")
     if checkpoint is True:
         checkpoint = ck["path"]
     run = _Run(system, method, x0s, float(md["h"]), int(md["n_steps"]), int(md["save_every"]), md,

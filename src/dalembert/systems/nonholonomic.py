@@ -383,6 +383,12 @@ class NonholonomicSystem(SystemKind):
         return self.factor_metric(q).solve(f)
 
     # --- the system-kind protocol used by the engine -------------------------------------
+    def fingerprint_values(self, q, v) -> dict:
+        """Energy, constraint residual, the acceleration q̈ (metric, potential gradient, forces,
+        constraints) and ν(q) at (q, v) (:meth:`SystemKind.fingerprint`)."""
+        return {**self.diagnostics({"q": q, "v": v}), "acceleration": self.acceleration(q, v),
+                "constraint_rhs": self.constraint_rhs(q)}
+
     def check_initial_state(self, q0, v0, *, project: bool = False):
         """Validated (q0, v0) as float64 arrays (see :meth:`check`); the engine's entry point."""
         return self.check(q0, v0, project=project)
