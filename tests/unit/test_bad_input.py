@@ -299,3 +299,61 @@ def test_method_for_another_system_kind_is_a_clear_error():
     sus = dl.models.get("suslov")
     with pytest.raises(dl.InputError, match="integrates nonholonomic systems.*euler-poincare-suslov"):
         dl.integrate(sus.system, "nh-rattle", h=0.1, t_final=1.0, **sus.initial_state)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 39 item 9: the reference method's memory bound; dl.solve's input
+# ---------------------------------------------------------------------------------------------
+
+def _one_line(err) -> str:
+    msg = str(err.value)
+    assert "\n" not in msg, msg
+    return msg
+
+
+def test_reference_run_too_large_for_memory_is_refused_before_it_allocates():
+    with pytest.raises(InputError) as ei:
+        run(method="reference", h=1e-3, t_final=1e6)          # 1e9 nodes
+    msg = _one_line(ei)
+    assert "reference run would keep 1,000,000,001 nodes" in msg and "save_every" in msg
+
+
+def test_solve_refuses_bad_state_and_n_steps_with_one_line():
+    import jax
+    s = P1.system
+    q0, v0 = np.asarray(P1.q0, float), np.asarray(P1.v0, float)
+    with pytest.raises(InputError) as ei:                        # not a tuple
+        dl.solve(s, "nh-rattle", np.stack([q0, v0]), 0.1, 10)
+    assert "dl.solve: state0 must be a tuple of the 2 arrays (q0, v0)" in _one_line(ei)
+    with pytest.raises(InputError) as ei:                        # a tuple of one
+        dl.solve(s, "nh-rattle", (q0,), 0.1, 10)
+    assert "got a tuple of 1" in _one_line(ei)
+    with pytest.raises(InputError) as ei:                        # wrong shape, concrete
+        dl.solve(s, "nh-rattle", (q0[:2], v0), 0.1, 10)
+    assert _one_line(ei).startswith("dl.solve: ") and "shape" in str(ei.value)
+    with pytest.raises(InputError) as ei:                        # wrong shape, traced
+        jax.jit(lambda q, v: dl.solve(s, "nh-rattle", (q, v), 0.1, 10)["q"])(q0[:2], v0)
+    assert "dl.solve: state0 shapes [(2,), (3,)] do not fit" in _one_line(ei)
+    with pytest.raises(InputError) as ei:                        # traced n_steps
+        jax.jit(lambda n: dl.solve(s, "nh-rattle", (q0, v0), 0.1, n)["q"])(10)
+    assert "n_steps is a traced value" in _one_line(ei) and "Python int" in str(ei.value)
+    with pytest.raises(InputError) as ei:
+        dl.solve(s, "nh-rattle", (q0, v0), 0.1, 10.5)
+    assert "n_steps must be an integer; got 10.5" in _one_line(ei)
+
+
+def test_solve_refuses_v0_off_the_constraint_unless_asked_to_project():
+    s = P1.system
+    q0, v0 = np.asarray(P1.q0, float), np.asarray(P1.v0, float)
+    off = v0 + np.array([0.0, 0.0, 0.5])
+    with pytest.raises(ConstraintViolationError) as ei:
+        dl.solve(s, "nh-rattle", (q0, off), 0.1, 10)
+    msg = _one_line(ei)
+    assert msg.startswith("dl.solve: v0 violates the constraints") and "project=True" in msg
+    assert ei.value.residual is not None
+    projected = s.check_initial_state(q0, off, project=True)
+    a = dl.solve(s, "nh-rattle", (q0, off), 0.1, 10, project=True)
+    b = dl.solve(s, "nh-rattle", projected, 0.1, 10)
+    np.testing.assert_array_equal(a["q"], b["q"])
+    # a consistent state passes through unchanged (no projection, so the same values)
+    np.testing.assert_array_equal(dl.solve(s, "nh-rattle", (q0, v0), 0.1, 10)["q"][0], q0)
