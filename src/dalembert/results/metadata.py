@@ -7,6 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputError
+
+#: The longest metadata text a result file may hold (characters): a bound on what a crafted file
+#: can make :func:`parse_json` do.
+MAX_METADATA_CHARS = 64 << 20
+
 
 def json_default(o):
     """The JSON value of a NumPy scalar (its Python number), array (nested lists) or Path (its
@@ -27,3 +33,24 @@ def to_json(metadata) -> str:
 
     Raises TypeError for a value that has no JSON form."""
     return json.dumps(metadata, default=json_default)
+
+
+def parse_json(text, where: str):
+    """The JSON value of a file's metadata text; ``where`` names the file and the entry in
+    messages.
+
+    Raises InputError (one line) for text that is not JSON, longer than
+    :data:`MAX_METADATA_CHARS`, or nested too deeply for the parser."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    if not isinstance(text, str):
+        raise InputError(f"{where} is not JSON text (a {type(text).__name__})")
+    if len(text) > MAX_METADATA_CHARS:
+        raise InputError(f"{where} is {len(text):,} characters of JSON, more than the "
+                         f"{MAX_METADATA_CHARS:,} a dalembert file holds")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise InputError(f"{where} is nested too deeply to be read (not metadata dalembert writes)") from None
+    except ValueError as exc:
+        raise InputError(f"{where} is not valid JSON ({exc})") from None
