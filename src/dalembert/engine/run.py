@@ -16,7 +16,7 @@ from .._version import __version__
 from ..errors import ConvergenceError, InputError
 from ..methods.kinds import resolve
 from ..results.files import load
-from ..results.metadata import json_default
+from ..results.metadata import checked_metadata, json_default
 from ..results.trajectory import Trajectory, trajectory
 from ..solvers import newton_module as newton_mod
 from ..systems.kind import kind_name
@@ -189,6 +189,7 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
     computed before it), RunInterrupted.
     """
     h, t_final, save_every, method = check_run(h, t_final, save_every, method)
+    metadata = checked_metadata(metadata)         # at the call, not when the result is saved
     resolve(system, method)                       # incompatible kinds: refused before any work
     names, state_in = split_initial_state(system, kwargs)
     options = kwargs

@@ -54,3 +54,32 @@ def parse_json(text, where: str):
         raise InputError(f"{where} is nested too deeply to be read (not metadata dalembert writes)") from None
     except ValueError as exc:
         raise InputError(f"{where} is not valid JSON ({exc})") from None
+
+
+def checked_metadata(metadata, where: str = "metadata") -> dict:
+    """A user's ``metadata=`` argument checked at the call: None (→ {}) or a dict with string
+    keys whose values have a JSON form (:func:`to_json`), so that saving the result later cannot
+    fail on it.
+
+    Raises InputError (one line) naming the argument or the key that is not."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InputError(f"{where} must be a dict of JSON values, e.g. {where}={{\"note\": ...}}; "
+                         f"got {type(metadata).__name__} {_short(metadata)}")
+    for key, value in metadata.items():
+        if not isinstance(key, str):
+            raise InputError(f"{where}: the key {_short(key)} is a {type(key).__name__}; keys must be strings")
+        try:
+            to_json(value)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{where}[{key!r}] has no JSON form ({exc}): "
+                             f"use numbers, strings, lists, dicts, NumPy arrays or paths") from None
+        except RecursionError:
+            raise InputError(f"{where}[{key!r}] is nested too deeply (or contains itself)") from None
+    return metadata
+
+
+def _short(x, n: int = 60) -> str:
+    r = repr(x).replace("\n", " ")
+    return r if len(r) <= n else r[:n - 1] + "…"

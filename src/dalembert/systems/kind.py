@@ -34,6 +34,19 @@ import numpy as np
 from ..errors import InputError, SystemError_
 
 
+def refuse_complex(x, label: str):
+    """Raise SystemError_ when the array ``x`` (NumPy, JAX or nested lists) has a complex dtype: a
+    cast to float64 would drop its imaginary part silently. ``label`` names it (e.g.
+    "suslov: inertia")."""
+    try:
+        dtype = np.result_type(x) if hasattr(x, "dtype") else np.asarray(x).dtype
+    except (TypeError, ValueError):
+        return
+    if np.issubdtype(dtype, np.complexfloating):
+        raise SystemError_(f"{label} is complex ({dtype}); it must be real: pass a real array "
+                           f"(the imaginary part would be dropped)")
+
+
 def check_spd(M, label: str):
     """Raise SystemError_ unless the concrete matrix M is finite, symmetric (max |M − Mᵀ| ≤
     1e-12 max(1, max |M|)) and positive definite (λ_min > 1e-12 max(1, |λ_max|)); ``label`` names
