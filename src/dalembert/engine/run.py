@@ -207,8 +207,6 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
         return _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options)
     if stream is not None:
         md["stream"] = str(stream)
-    if checkpoint is not None:
-        md["system_fingerprint"] = system_fingerprint(system, x0s)
     run = _Run(system, method, x0s, h, n_steps, save_every, md, options, progress, chunk_steps,
                checkpoint, checkpoint_every, stream)
     return run.go()
@@ -315,6 +313,8 @@ class _Run:
         base = dict(self.md)                 # the run's metadata before its results are added
 
         def write(state, done, steps, nodes, newton, wall):
+            if "system_fingerprint" not in base:     # once, when the first checkpoint is written
+                base["system_fingerprint"] = system_fingerprint(self.system, self.x0s)
             # a streamed run's nodes are in its (flushed) file; the checkpoint holds the state
             return ckpt_mod.write(self.checkpoint, metadata=base,
                                   state_leaves=[np.asarray(x) for x in jax.tree_util.tree_leaves(state)],

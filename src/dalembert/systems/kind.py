@@ -194,7 +194,12 @@ class SystemKind:
         rounded to 11 digits after the point relative to its array's scale (so that round-off
         does not matter and any change of a callable's values does). A value that cannot be
         evaluated at a probe counts by its exception's type."""
+        import jax
+
+        from .._cache import cached
         state0 = tuple(np.asarray(x, np.float64) for x in state0)
+        # one compiled call per probe (eager ops would compile one by one), kept with the system
+        evaluate = cached(self, "fingerprint values", lambda: jax.jit(self.fingerprint_values))
         digest = hashlib.sha256()
         digest.update(repr((type(self).__module__, type(self).__qualname__, self.kinds(),
                             [x.shape for x in state0])).encode())
@@ -203,7 +208,7 @@ class SystemKind:
             probe = tuple(x if k == 0 else x + 0.05 * (1.0 + np.abs(x)) * rng.uniform(-1.0, 1.0, x.shape)
                           for x in state0)
             try:
-                values = self.fingerprint_values(*probe)
+                values = evaluate(*probe)
             except Exception as exc:          # noqa: BLE001 — its type is part of the fingerprint
                 digest.update(f"probe {k}: {type(exc).__name__}".encode())
                 continue
