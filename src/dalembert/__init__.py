@@ -8,6 +8,9 @@ Importing dalembert enables float64 in JAX (``jax_enable_x64``) and changes noth
 process. ``dl.configure()`` opts in to the process-wide XLA and CPU-device settings that make
 dalembert fastest (the command line calls it).
 """
+from . import _terminate
+if _terminate.is_cli_process():   # the `dalembert` command: a SIGTERM while importing says so
+    _terminate.install()
 from ._version import __version__
 from . import config  # noqa: F401  (enables float64 before anything is traced)
 from . import errors, lie, linalg, methods

@@ -31,8 +31,11 @@ def atomic_path(path):
     ``p``'s directory) replaces ``p`` only when the block completes; otherwise ``tmp`` is removed
     and ``p`` is left as it was."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    except OSError as exc:
+        raise _naming(exc, path) from exc
     os.close(fd)
     tmp = Path(tmp)
     try:
@@ -41,9 +44,23 @@ def atomic_path(path):
             os.fsync(f.fileno())
         os.replace(tmp, path)
         _fsync_dir(path.parent)
+    except OSError as exc:                # (disk full, …): say which file could not be written
+        raise _naming(exc, path) from exc
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` as an OSError of the same class and errno whose ``filename`` (and so its message)
+    is ``path``, the file being written (not the temporary file, which is removed)."""
+    if exc.errno is None:
+        return exc
+    reason = exc.strerror or str(exc)
+    try:
+        return type(exc)(exc.errno, reason, str(path))
+    except TypeError:                                 # pragma: no cover - an unusual subclass
+        return OSError(exc.errno, reason, str(path))
 
 
 def atomic_write_text(path, text: str):

@@ -7,6 +7,7 @@ model and method does not compile again.
 """
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -485,8 +486,10 @@ def _interruptible(fn, outdir: Path):
 def _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format):
     """Write the outputs of a completed run (trajectory, plots, animation, then the summary, all
     atomically) and remove its checkpoint."""
-    from dalembert import plots
+    from dalembert import _terminate, plots
     from dalembert._io import atomic_write_text
+    _terminate.phase("writing the results", f"the run's result is in {outdir} (each file is written "
+                     f"atomically: complete, or not there); summary.json is written last")
     streamed = "stream" in traj.metadata
     files = [outdir / "trajectory.h5"] if streamed else [traj.save(outdir / "trajectory.npz")]
     view = traj.thinned(PLOT_NODES)             # (traj itself unless it is long or on disk)
@@ -790,6 +793,25 @@ def flag_names(message: str) -> str:
 
 def main(argv=None):
     """Console entry point (``dalembert``)."""
+    import signal
+
+    from dalembert import _terminate
+    previous = signal.getsignal(signal.SIGTERM)
+    _terminate.install()           # SIGTERM outside a run's chunks: one line, exit status 143
+    try:
+        _main(argv)
+    finally:                       # (main called in-process, e.g. by tests: leave it as it was)
+        if previous is not None and not _terminate.is_cli_process():
+            try:
+                signal.signal(signal.SIGTERM, previous)
+            except ValueError:     # not the main thread: nothing was installed
+                pass
+
+
+def _main(argv):
+    from dalembert import _terminate
+    _terminate.phase(f"starting `dalembert {' '.join((argv if argv is not None else sys.argv[1:])[:1])}` "
+                     f"(building the model, compiling)")
     debug = bool(os.environ.get("DALEMBERT_DEBUG"))
     if not debug:  # warnings (e.g. ParasiticModeWarning) as one line each, no source line
         import warnings
@@ -825,6 +847,10 @@ def main(argv=None):
             sys.exit(EXIT_USAGE)
         if isinstance(exc, DalembertError):
             click.echo(f"dalembert: error: {flag_names(msg)}", err=True)
+        elif isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            where = exc.filename or "the output directory"
+            click.echo(f"dalembert: error: no space left on the device writing {where}: free space "
+                       f"there, or write elsewhere (--out DIR)", err=True)
         else:
             click.echo(f"dalembert: error: {type(exc).__name__}: {msg} (DALEMBERT_DEBUG=1 for the traceback)", err=True)
         sys.exit(EXIT_ERROR)

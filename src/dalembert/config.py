@@ -57,9 +57,24 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
     Returns
     -------
     The directory used.
+
+    Raises
+    ------
+    InputError (one line, naming the directory) when it cannot be created or written (a file in
+    its place, a read-only file system): nothing is changed then.
     """
+    import tempfile
+
+    from .errors import InputError
     p = Path(path) if path is not None else default_cache_dir()
-    p.mkdir(parents=True, exist_ok=True)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".dalembert-write-check.", dir=p)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"the compilation cache directory {p} is not usable "
+                         f"({exc.strerror or type(exc).__name__})") from None
     jax.config.update("jax_compilation_cache_dir", str(p))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -104,6 +104,24 @@ def convergence(model, method_names, hs, t_final=None, q0=None, v0=None, *, init
         reference solution.
     """
     from .errors import InputError
+    from .models.base import Model
+    if not isinstance(model, Model):
+        got = f"the string {model!r}" if isinstance(model, str) else type(model).__name__
+        hint = f"dl.models.get({model!r})" if isinstance(model, str) else "dl.models.get(name)"
+        raise InputError(f"dl.convergence: model must be a model of the zoo, e.g. {hint} (it carries the "
+                         f"system, initial state and reference solution; dl.models.available() lists "
+                         f"them); got {got}")
+    if isinstance(method_names, (str, _methods.Method)):
+        method_names = [method_names]
+    try:
+        hs_list = [float(h) for h in np.ravel(np.asarray(hs, dtype=object))] if hs is not None else []
+    except (TypeError, ValueError):
+        raise InputError(f"dl.convergence: hs must be step sizes (numbers); got {hs!r}") from None
+    if not all(np.isfinite(h) and h > 0 for h in hs_list):
+        raise InputError(f"dl.convergence: every step size must be finite and > 0; got {hs_list}")
+    if len(set(hs_list)) < 2:
+        raise InputError(f"dl.convergence: an order is fitted to the errors of at least two different step "
+                         f"sizes; got hs = {hs_list}: pass e.g. hs=[0.1, 0.05, 0.025]")
     overrides = dict(initial_state or {})
     overrides.update({k: v for k, v in (("q0", q0), ("v0", v0)) if v is not None})
     names = list(model.initial_state)

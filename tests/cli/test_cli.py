@@ -269,3 +269,112 @@ def test_sweep_command_writes_the_members_and_refuses_bad_vary(tmp_path, capsys)
     ref = dl.ensemble(mdl.system, "nh-rattle", h=0.1, t_final=5.0, save_every=5, project=True,
                       keep=("energy", "constraint_residual"), q0=q0, v0=v0)
     np.testing.assert_array_equal(ens.arrays["energy"], ref.arrays["energy"])
+
+
+# --- issue 39 item 12: an unusable or damaged compilation cache, SIGTERM while starting, disk full ---
+
+def _cli_process(args, env_extra, **kw):
+    import os
+    env = dict(os.environ, **env_extra)
+    return subprocess.run([sys.executable, "-m", "dalembert.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=300, **kw)
+
+
+def test_an_unusable_cache_directory_warns_once_and_the_command_works(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for cache in (blocker, blocker / "sub"):          # a file in its place; a path through a file
+        p = _cli_process(["list", "--models"], {"DALEMBERT_CACHE_DIR": str(cache)})
+        assert p.returncode == 0, p.stderr
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1, p.stderr
+        assert lines[0].startswith(f"dalembert: warning: CacheWarning: the compilation cache directory {cache} "
+                                   f"is not usable") and "running without a persistent compilation cache" in lines[0]
+        assert "gearbox" in p.stdout
+
+
+def test_a_read_only_cache_directory_is_refused_by_the_api_and_skipped_by_configure(tmp_path, monkeypatch):
+    """(root ignores permissions, so the read-only directory is simulated: creating a file in it
+    fails with EACCES.)"""
+    import errno
+    import tempfile
+    import warnings
+
+    import jax
+
+    from dalembert import config
+    from dalembert.engine import xla
+
+    def refuse(*a, **k):
+        raise PermissionError(errno.EACCES, "Permission denied")
+    before = jax.config.jax_compilation_cache_dir
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(dl.InputError) as ei:
+        config.enable_compilation_cache(tmp_path / "ro")
+    assert str(ei.value) == f"the compilation cache directory {tmp_path / 'ro'} is not usable (Permission denied)"
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = xla.configure(small_loops=False, cpu_devices=False, compilation_cache=tmp_path / "ro")
+    assert out["compilation_cache"] is None and jax.config.jax_compilation_cache_dir == before
+    assert [type(x.message) for x in w] == [xla.CacheWarning]
+
+
+def test_damaged_cache_entries_warn_once_then_are_replaced(tmp_path):
+    cache = tmp_path / "cache"
+    args = ["run", "p1-linear", "--h", "0.1", "--t-final", "1", "--no-plots", "--out", str(tmp_path / "o")]
+    env = {"DALEMBERT_CACHE_DIR": str(cache)}
+    assert _cli_process(args, env).returncode == 0
+    entries = sorted(cache.glob("*-cache"))
+    assert len(entries) >= 2
+    for e in entries:
+        e.write_bytes(b"damaged")
+    second = _cli_process(args, env)
+    assert second.returncode == 0, second.stderr
+    warned = [ln for ln in second.stderr.splitlines() if "warning" in ln]
+    assert len(warned) == 1 and "damaged entry of the compilation cache" in warned[0] and str(cache) in warned[0]
+    assert all(e.read_bytes() != b"damaged" for e in entries if e.exists())    # written afresh
+    third = _cli_process(args, env)
+    assert third.returncode == 0 and "warning" not in third.stderr, third.stderr
+
+
+def test_sigterm_while_starting_says_so_and_exits_143(tmp_path):
+    import os
+    import signal
+    import time
+    out = tmp_path / "o"
+    env = dict(os.environ)
+    p = subprocess.Popen([sys.executable, "-m", "dalembert.cli", "run", "gearbox", "--h", "0.001",
+                          "--t-final", "100", "--no-plots", "--out", str(out)], stderr=subprocess.PIPE,
+                         text=True, env=env)
+    time.sleep(0.5)                        # importing dalembert and JAX, or building and compiling
+    p.send_signal(signal.SIGTERM)
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 143, err
+    assert err.strip().count("\n") == 0 and err.startswith("dalembert: terminated (SIGTERM) while starting")
+    assert err.strip().endswith("nothing was written")
+    assert not (out / "trajectory.npz").exists()
+
+
+def test_disk_full_names_the_file(tmp_path, capsys, monkeypatch):
+    import errno
+    import os
+
+    from dalembert._io import atomic_path
+    target = tmp_path / "x.npz"
+    with pytest.raises(OSError) as ei:
+        with atomic_path(target) as tmp:
+            tmp.write_bytes(b"partial")
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert ei.value.errno == errno.ENOSPC and ei.value.filename == str(target) and str(target) in str(ei.value)
+    assert list(tmp_path.iterdir()) == []                  # the temporary file is gone
+    real = os.fsync
+
+    def full(fd):
+        real(fd)
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "o"
+    code, _, err = run_cli(["run", "p1-linear", "--h", "0.1", "--t-final", "1", "--no-plots", "--out", str(out)],
+                           capsys)
+    assert code == 1 and err.strip().count("\n") == 0, err
+    assert err.startswith(f"dalembert: error: no space left on the device writing {out / 'trajectory.npz'}")

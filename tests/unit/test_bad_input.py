@@ -299,3 +299,142 @@ def test_method_for_another_system_kind_is_a_clear_error():
     sus = dl.models.get("suslov")
     with pytest.raises(dl.InputError, match="integrates nonholonomic systems.*euler-poincare-suslov"):
         dl.integrate(sus.system, "nh-rattle", h=0.1, t_final=1.0, **sus.initial_state)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 39 item 9: the reference method's memory bound; dl.solve's input
+# ---------------------------------------------------------------------------------------------
+
+def _one_line(err) -> str:
+    msg = str(err.value)
+    assert "\n" not in msg, msg
+    return msg
+
+
+def test_reference_run_too_large_for_memory_is_refused_before_it_allocates():
+    with pytest.raises(InputError) as ei:
+        run(method="reference", h=1e-3, t_final=1e6)          # 1e9 nodes
+    msg = _one_line(ei)
+    assert "reference run would keep 1,000,000,001 nodes" in msg and "save_every" in msg
+
+
+def test_solve_refuses_bad_state_and_n_steps_with_one_line():
+    import jax
+    s = P1.system
+    q0, v0 = np.asarray(P1.q0, float), np.asarray(P1.v0, float)
+    with pytest.raises(InputError) as ei:                        # not a tuple
+        dl.solve(s, "nh-rattle", np.stack([q0, v0]), 0.1, 10)
+    assert "dl.solve: state0 must be a tuple of the 2 arrays (q0, v0)" in _one_line(ei)
+    with pytest.raises(InputError) as ei:                        # a tuple of one
+        dl.solve(s, "nh-rattle", (q0,), 0.1, 10)
+    assert "got a tuple of 1" in _one_line(ei)
+    with pytest.raises(InputError) as ei:                        # wrong shape, concrete
+        dl.solve(s, "nh-rattle", (q0[:2], v0), 0.1, 10)
+    assert _one_line(ei).startswith("dl.solve: ") and "shape" in str(ei.value)
+    with pytest.raises(InputError) as ei:                        # wrong shape, traced
+        jax.jit(lambda q, v: dl.solve(s, "nh-rattle", (q, v), 0.1, 10)["q"])(q0[:2], v0)
+    assert "dl.solve: state0 shapes [(2,), (3,)] do not fit" in _one_line(ei)
+    with pytest.raises(InputError) as ei:                        # traced n_steps
+        jax.jit(lambda n: dl.solve(s, "nh-rattle", (q0, v0), 0.1, n)["q"])(10)
+    assert "n_steps is a traced value" in _one_line(ei) and "Python int" in str(ei.value)
+    with pytest.raises(InputError) as ei:
+        dl.solve(s, "nh-rattle", (q0, v0), 0.1, 10.5)
+    assert "n_steps must be an integer; got 10.5" in _one_line(ei)
+
+
+def test_solve_refuses_v0_off_the_constraint_unless_asked_to_project():
+    s = P1.system
+    q0, v0 = np.asarray(P1.q0, float), np.asarray(P1.v0, float)
+    off = v0 + np.array([0.0, 0.0, 0.5])
+    with pytest.raises(ConstraintViolationError) as ei:
+        dl.solve(s, "nh-rattle", (q0, off), 0.1, 10)
+    msg = _one_line(ei)
+    assert msg.startswith("dl.solve: v0 violates the constraints") and "project=True" in msg
+    assert ei.value.residual is not None
+    projected = s.check_initial_state(q0, off, project=True)
+    a = dl.solve(s, "nh-rattle", (q0, off), 0.1, 10, project=True)
+    b = dl.solve(s, "nh-rattle", projected, 0.1, 10)
+    np.testing.assert_array_equal(a["q"], b["q"])
+    # a consistent state passes through unchanged (no projection, so the same values)
+    np.testing.assert_array_equal(dl.solve(s, "nh-rattle", (q0, v0), 0.1, 10)["q"][0], q0)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 39 item 11: gni misuse, metadata, dl.convergence's arguments, complex data
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("L_d, what", [
+    (3.0, "got float"),
+    ("midpoint", "got the string 'midpoint' (a registered method is dl.methods.get(name))"),
+    (P1.system, "got NonholonomicSystem"),
+    (dl.methods.get("nh-rattle"), "got GNI"),
+    (lambda q0, q1: jnp.sum(q0 * q1), "got a callable with parameters (q0, q1), which does not take (q0, q1, h)"),
+], ids=["number", "string", "system", "method", "two-arguments"])
+def test_gni_of_something_not_a_discrete_lagrangian_is_one_line(L_d, what):
+    with pytest.raises(InputError) as ei:
+        dl.methods.gni(L_d)
+    msg = _one_line(ei)
+    assert msg.startswith("dl.methods.gni takes a discrete Lagrangian: a callable L_d(q0, q1, h) -> scalar")
+    assert what in msg
+
+
+def test_gni_of_a_vector_valued_discrete_lagrangian_is_refused_before_tracing():
+    with pytest.raises(InputError) as ei:
+        run(method=dl.methods.gni(lambda q0, q1, h: q0 * q1, name="vector-ld"))
+    assert "vector-ld: the discrete Lagrangian L_d(q0, q1, h) must return a scalar" in _one_line(ei)
+
+
+@pytest.mark.parametrize("metadata, what", [
+    ("a note", 'metadata must be a dict of JSON values, e.g. metadata={"note": ...}; got str'),
+    ({"f": object()}, "metadata['f'] has no JSON form"),
+    ({"s": {1, 2}}, "metadata['s'] has no JSON form"),
+    ({("a", 1): 2}, "the key ('a', 1) is a tuple; keys must be strings"),
+], ids=["string", "object", "set", "tuple-key"])
+def test_metadata_must_be_a_dict_of_json_values_at_the_call(metadata, what, tmp_path):
+    with pytest.raises(InputError) as ei:
+        run(metadata=metadata)
+    assert what in _one_line(ei)
+    with pytest.raises(InputError) as ei:          # the ensemble checks it at the call too
+        dl.ensemble(P1.system, "nh-rattle", q0=np.stack([P1.q0] * 2), v0=np.stack([P1.v0] * 2),
+                    h=0.1, t_final=1.0, metadata=metadata)
+    assert what in _one_line(ei)
+    ok = run(metadata={"note": "fine", "a": np.arange(3), "p": tmp_path})
+    assert dl.load(ok.save(tmp_path / "ok.npz")).metadata["note"] == "fine"
+
+
+def test_convergence_arguments_are_checked_with_what_to_pass():
+    m = dl.models.get("p1-linear")
+    with pytest.raises(InputError) as ei:
+        dl.convergence("p1-linear", ["nh-rattle"], [0.1, 0.05])
+    assert ("dl.convergence: model must be a model of the zoo, e.g. dl.models.get('p1-linear')"
+            in _one_line(ei))
+    with pytest.raises(InputError) as ei:
+        dl.convergence(m.system, ["nh-rattle"], [0.1, 0.05])
+    assert "got NonholonomicSystem" in _one_line(ei)
+    for hs in ([], [0.1], 0.1, [0.1, 0.1]):
+        with pytest.raises(InputError) as ei:
+            dl.convergence(m, ["nh-rattle"], hs)
+        assert "at least two different step sizes" in _one_line(ei) and "hs=[0.1, 0.05, 0.025]" in str(ei.value)
+    with pytest.raises(InputError) as ei:
+        dl.convergence(m, ["nh-rattle"], [0.1, -0.05])
+    assert "finite and > 0" in _one_line(ei)
+    res = dl.convergence(m, "nh-rattle", [0.1, 0.05], t_final=1.0)      # one name is one method
+    assert list(res.orders_q) == ["nh-rattle"]
+
+
+def test_complex_data_are_refused_by_the_systems_checks():
+    from dalembert.systems.lie_nonholonomic import LieNonholonomicSystem
+    G = np.eye(3) * (1 + 0.5j)
+    for mass in (G, np.eye(3) + 0j):
+        with pytest.raises(SystemError_) as ei:
+            make(mass_matrix=mass)
+        assert "mass_matrix is complex (complex128); it must be real" in _one_line(ei)
+    with pytest.raises(SystemError_) as ei:
+        run(make(mass_matrix=lambda q: jnp.asarray(G) * (1.0 + q[0] ** 2)), q0=Q0, v0=V0)
+    assert "mass_matrix(q0) returns complex values" in _one_line(ei)
+    with pytest.raises(SystemError_) as ei:
+        dl.EulerPoincareSuslovSystem(np.diag([1.0, 2.0, 3.0]) * (1 + 1j), np.array([[0.0, 0.0, 1.0]]))
+    assert "inertia is complex" in _one_line(ei)
+    with pytest.raises(SystemError_) as ei:
+        LieNonholonomicSystem(np.diag([1.0, 2.0, 3.0]) * (1 + 1j), lambda R: R[2, :][None, :])
+    assert "inertia is complex" in _one_line(ei)

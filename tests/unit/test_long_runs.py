@@ -401,3 +401,66 @@ def test_a_poisson_matrix_that_loses_its_skew_symmetry_is_caught():
     ap = dl.AlmostPoissonSystem(poisson_matrix=Pi, hamiltonian=lambda x: 0.5 * x @ x, name="skew-drift")
     with pytest.raises(dl.ConvergenceError, match="not skew"):
         dl.integrate(ap, "dg-gonzalez", x0=np.array([1.0, 1.0]), h=0.01, t_final=10.0)
+
+
+def _unnamed_skate(k):
+    """An unnamed skate (default name "system") with a spring of stiffness k: two of them differ
+    only by the values of their potential."""
+    return dl.NonholonomicSystem(
+        mass_matrix=jnp.eye(3), potential=lambda q: 0.5 * k * q[0] ** 2,
+        constraint_matrix=lambda q: jnp.array([[jnp.sin(q[2]), -jnp.cos(q[2]), 0.0]]))
+
+
+def test_resume_identifies_the_system_by_content_not_by_name(tmp_path, monkeypatch):
+    """Issue 39 item 3: unnamed systems share the default name; the checkpoint's fingerprint (values
+    of the system's functions at probe states) refuses another system and accepts the same one,
+    or an equal one rebuilt by the same code, with the uninterrupted result bit for bit."""
+    a, other = _unnamed_skate(1.0), _unnamed_skate(1.5)
+    assert a.name == other.name == "system"
+    kw = dict(q0=Q0, v0=V0, h=0.02, t_final=20.0)
+    ref = dl.integrate(a, "nh-rattle", **kw)
+    ck = tmp_path / "ck.npz"
+    _interrupt_after(monkeypatch, 1)
+    with pytest.raises(dl.RunInterrupted):
+        dl.integrate(a, "nh-rattle", chunk_steps=300, checkpoint=ck, checkpoint_every=1e9, **kw)
+    monkeypatch.undo()
+    assert ckpt_mod.read(ck)["metadata"]["system_fingerprint"] == a.fingerprint(Q0, V0)
+    with pytest.raises(dl.InputError) as e:
+        dl.resume(ck, system=other, checkpoint=False)
+    msg = str(e.value)
+    assert "\n" not in msg and f"checkpoint {ck} was written by a different system" in msg
+    assert "resume with the same system or start again" in msg
+    for same in (a, _unnamed_skate(1.0)):               # the object itself; rebuilt by the same code
+        res = dl.resume(ck, system=same, checkpoint=False)
+        for k in ("t", "q", "v", "energy", "constraint_residual"):
+            np.testing.assert_array_equal(getattr(res, k), getattr(ref, k), err_msg=k)
+
+
+def _kinds_with_a_parameter():
+    """(build(k), initial state) for one system of every kind; k changes one function's values."""
+    from dalembert import models
+    from dalembert.systems.lie_nonholonomic import LieNonholonomicSystem
+    ball = models.get("rolling-ball-pre")
+    x = np.array([0.3, -0.4])
+    return {
+        "nonholonomic": (lambda k: models.get("chaplygin-sleigh", J=k).system, models.get("chaplygin-sleigh").state0()),
+        "reduced": (lambda k: models.get("rolling-ball-pre", I3=0.4 * k).system, ball.state0()),
+        "euler-poincare-suslov": (lambda k: dl.EulerPoincareSuslovSystem(np.diag([1.0, 2.0, k]), np.array([[0.0, 0.0, 1.0]])),
+                                  (np.eye(3), np.array([1.0, 0.5, 0.0]))),
+        "almost-poisson": (lambda k: dl.AlmostPoissonSystem(lambda x: jnp.array([[0.0, 1.0], [-1.0, 0.0]]),
+                                                             lambda x: 0.5 * jnp.sum(x * x) + k * x[0] ** 4), (x,)),
+        "lie-nonholonomic": (lambda k: LieNonholonomicSystem(np.diag([1.0, 2.0, k]), lambda R: R[2, :][None, :]),
+                             (np.eye(3), np.array([1.0, 0.5, 0.0]))),
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(_kinds_with_a_parameter()))
+def test_fingerprints_tell_systems_of_every_kind_apart(kind):
+    """Every kind's fingerprint is the same for an equal system built again and changes with one
+    parameter of one of its functions."""
+    build, x0s = _kinds_with_a_parameter()[kind]
+    a = build(3.0)
+    assert a.kind == kind
+    fp = a.fingerprint(*x0s)
+    assert len(fp) == 64 and fp == a.fingerprint(*x0s) == build(3.0).fingerprint(*x0s)
+    assert build(3.0 + 1e-6).fingerprint(*x0s) != fp

@@ -134,3 +134,106 @@ def test_user_gni_equals_gni_midpoint():
     assert np.max(np.abs(mine.lam - ref.lam)) <= 1e-11
     assert mine.max_constraint_residual <= 1e-12
     assert mine.metadata["newton"]["total_iterations"] > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# dl.load reads only plain datasets of the file itself (issue 39 item 10)
+# ---------------------------------------------------------------------------------------------
+
+def _crafted_h5(path, entry, make):
+    """A dalembert HDF5 trajectory file whose node array ``entry`` is made by ``make(f, entry)``."""
+    import h5py
+    from dalembert.results.hdf5 import FORMAT
+    tr = _run(h=0.5, t_final=5.0)
+    with h5py.File(path, "w") as f:
+        f.attrs["format"] = FORMAT
+        f.attrs["metadata"] = '{"method": "nh-rattle"}'
+        for k in ("t", "q", "v"):
+            if k != entry:
+                f.create_dataset(k, data=getattr(tr, k))
+        make(f, entry, tr)
+    return path
+
+
+def _secret(tmp_path):
+    s = tmp_path / "secret.bin"
+    s.write_bytes(np.arange(33, dtype=np.float64).tobytes())
+    return s
+
+
+def _external_storage(tmp_path):
+    def make(f, k, tr):
+        f.create_dataset(k, shape=(11, 3), dtype="f8", external=[(str(_secret(tmp_path)), 0, 11 * 3 * 8)])
+    return make
+
+
+def _virtual(tmp_path):
+    def make(f, k, tr):
+        import h5py
+        other = tmp_path / "other.h5"
+        with h5py.File(other, "w") as g:
+            g.create_dataset("x", data=np.ones((11, 3)))
+        layout = h5py.VirtualLayout(shape=(11, 3), dtype="f8")
+        layout[:] = h5py.VirtualSource(str(other), "x", shape=(11, 3))
+        f.create_virtual_dataset(k, layout)
+    return make
+
+
+def _soft_link(tmp_path):
+    def make(f, k, tr):
+        import h5py
+        f[k] = h5py.SoftLink("/v")
+    return make
+
+
+def _external_link(tmp_path):
+    def make(f, k, tr):
+        import h5py
+        other = tmp_path / "other.h5"
+        with h5py.File(other, "w") as g:
+            g.create_dataset("x", data=np.ones((11, 3)))
+        f[k] = h5py.ExternalLink(str(other), "/x")
+    return make
+
+
+def _group(tmp_path):
+    def make(f, k, tr):
+        f.create_group(k).create_dataset("inner", data=tr.q)
+    return make
+
+
+@pytest.mark.parametrize("make, what", [
+    (_external_storage, "is stored outside the file (external storage)"),
+    (_virtual, "is a virtual dataset"),
+    (_soft_link, "is a link (SoftLink)"),
+    (_external_link, "is a link (ExternalLink)"),
+    (_group, "is an HDF5 group, not a dataset"),
+], ids=["external-storage", "virtual", "soft-link", "external-link", "group"])
+@pytest.mark.parametrize("lazy", [True, False])
+def test_load_reads_only_plain_datasets_of_the_file_itself(tmp_path, make, what, lazy):
+    path = _crafted_h5(tmp_path / "crafted.h5", "q", make(tmp_path))
+    with pytest.raises(InputError) as ei:
+        dl.load(path, lazy=lazy)
+    msg = str(ei.value)
+    assert "\n" not in msg and str(path) in msg and "entry 'q'" in msg and what in msg, msg
+    assert "plain datasets" in msg
+
+
+@pytest.mark.parametrize("fmt", ["npz", "h5"])
+def test_load_refuses_deeply_nested_metadata_in_one_line(tmp_path, fmt):
+    tr = _run(h=0.5, t_final=5.0)
+    path = tr.save(tmp_path / f"deep.{fmt}")
+    deep = "[" * 100_000 + "]" * 100_000
+    if fmt == "npz":
+        with np.load(path) as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays["metadata"] = np.array(deep)
+        np.savez(path, **arrays)
+    else:
+        import h5py
+        with h5py.File(path, "r+") as f:
+            f.attrs["metadata"] = deep
+    with pytest.raises(InputError) as ei:
+        dl.load(path)
+    msg = str(ei.value)
+    assert "\n" not in msg and str(path) in msg and "metadata" in msg and "nested" in msg, msg

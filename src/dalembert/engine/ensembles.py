@@ -18,6 +18,7 @@ from ..results.trajectory import trajectory
 from ..systems.kind import SystemKind
 from . import loop
 from .stream import MemoryNodes
+from ..results.metadata import checked_metadata
 from .run import chart_metadata, check_run, failure_error, run_metadata, split_initial_state
 from .programs import bind, options_key, state_shapes, view_key
 from .xla import _custom_calls, compile_lowered, ensemble_devices
@@ -264,6 +265,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     failure), RunInterrupted (Ctrl-C; ``.trajectory`` the Ensemble so far).
     """
     h, t_final, save_every, method = check_run(h, t_final, save_every, method)
+    metadata = checked_metadata(metadata)         # at the call, not when the result is saved
     if on_failure not in ("keep", "raise"):
         raise InputError(f"on_failure must be 'keep' or 'raise'; got {on_failure!r}")
     if not method.compiled:

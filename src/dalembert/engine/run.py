@@ -18,7 +18,7 @@ from .._version import __version__
 from ..errors import ConvergenceError, InputError
 from ..methods.kinds import resolve
 from ..results.files import load
-from ..results.metadata import json_default
+from ..results.metadata import checked_metadata, json_default
 from ..results.trajectory import Trajectory, trajectory
 from ..solvers import newton_module as newton_mod
 from ..systems.kind import kind_name
@@ -89,6 +89,20 @@ def chart_metadata(arrays: dict, h: float) -> dict:
     return {"chart_switches": int(count[-1]),
             "chart_switch_times": [float(h * (last[i] + 1)) for i in jumps],
             "chart_switch_times_complete": bool(np.all(np.diff(count) <= 1))}
+
+
+def system_fingerprint(system, x0s) -> str | None:
+    """The system's content fingerprint at the initial state x0s
+    (:meth:`~dalembert.systems.kind.SystemKind.fingerprint`), None for an object without one.
+    Raises InputError when the initial state does not fit the system."""
+    fp = getattr(system, "fingerprint", None)
+    if not callable(fp):
+        return None
+    try:
+        return fp(*x0s)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{getattr(system, 'name', 'system')}: cannot evaluate the system at the "
+                         f"checkpoint's initial state ({exc}); resume with the same system") from None
 
 
 def run_metadata(system, method, h, n_steps, save_every, options, **extra) -> dict:
@@ -178,6 +192,7 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
     """
     h, t_final, save_every, method = check_run(h, t_final, save_every, method)
     checkpoint, stream = check_output_paths(checkpoint, stream)      # before any work
+    metadata = checked_metadata(metadata)         # at the call, not when the result is saved
     resolve(system, method)                       # incompatible kinds: refused before any work
     names, state_in = split_initial_state(system, kwargs)
     options = kwargs
@@ -219,7 +234,9 @@ def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
     Raises
     ------
     InputError (no or damaged checkpoint; a system whose name, kind or state shapes differ from
-    the checkpoint's; a user system not given), and as :func:`integrate`.
+    the checkpoint's, or whose content does — the checkpoint holds the system's fingerprint,
+    :meth:`~dalembert.systems.kind.SystemKind.fingerprint`, the values of its functions at probe
+    states near the initial state; a user system not given), and as :func:`integrate`.
     """
     from . import checkpoint as ckpt_mod
 
@@ -239,6 +256,15 @@ def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
         x0s = tuple(np.asarray(md[n], np.float64) for n in names)
     except KeyError as exc:
         raise InputError(f"the checkpoint has no initial state {exc} of {system.name}") from None
+    written_by = md.get("system_fingerprint")
+    if written_by is not None and kind_name(system) != md.get("kind"):
+        raise InputError(f"checkpoint {ck['path']} was written by a different system (a {md.get('kind')} "
+                         f"system, this one is {kind_name(system)}); resume with the same system or "
+                         f"start again")
+    if written_by is not None and system_fingerprint(system, x0s) != written_by:
+        raise InputError(f"checkpoint {ck['path']} was written by a different system (same name "
+                         f"{md.get('system')!r}, but its functions give other values at the probe "
+                         f"states); resume with the same system or start again")
     if checkpoint is True:
         checkpoint = ck["path"]
     elif checkpoint:
@@ -298,6 +324,11 @@ def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, optio
     target, convert = view_of(system, method, x0s)
     check_options(method, system, options)
     x0s = tuple(np.asarray(a) for a in convert(*x0s))
+    full, rem = loop.save_plan(n_steps, save_every)
+    # before anything is allocated: t, the state arrays and about as much again (momenta,
+    # multipliers, diagnostics), as the compiled engine checks its node arrays
+    loop.check_memory(full + (2 if rem else 1), 8 * (1 + 2 * sum(int(np.size(x)) for x in x0s)),
+                      what=f"{method.name} run")
     t = loop.node_times(h, n_steps, save_every, n_steps // save_every + 2)
     t0 = time.perf_counter()
     arrays, info = method.solve(target, *x0s, t, **options)
@@ -336,6 +367,8 @@ class _Run:
             base["stream"] = os.path.relpath(Path(self.stream).resolve(), Path(self.checkpoint).resolve().parent)
 
         def write(state, done, steps, nodes, newton, wall):
+            if "system_fingerprint" not in base:     # once, when the first checkpoint is written
+                base["system_fingerprint"] = system_fingerprint(self.system, self.x0s)
             # a streamed run's nodes are in its (flushed) file; the checkpoint holds the state
             return ckpt_mod.write(self.checkpoint, metadata=base,
                                   state_leaves=[np.asarray(x) for x in jax.tree_util.tree_leaves(state)],
@@ -504,15 +537,18 @@ def scan_nodes(node, carry, n_nodes: int, group: int):
 
 
 def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start=None,
-          checkpoint="auto", **options) -> dict:
+          checkpoint="auto", project: bool = False, **options) -> dict:
     """The pure functional core: ``n_steps`` steps of ``method`` from ``state0``, as JAX arrays.
 
     Works inside ``jax.jit``, ``jax.vmap`` and (for methods whose steps are differentiable, see
     below) ``jax.grad``. Static (Python values, fixed when traced): ``system``, ``method``,
     ``n_steps``, ``save_every`` and the options. Dynamic (arrays, may be traced): ``state0`` and
-    ``h``. Nothing is validated beyond shapes (do that with ``system.check_initial_state`` before,
-    outside the trace) and no exception is raised for a failed step: the state freezes at the last
-    good step and ``ok`` / ``failed_step`` say so, as in :func:`integrate`.
+    ``h``. A concrete (untraced) ``state0`` is checked as :func:`integrate` checks it
+    (``system.check_initial_state``: shapes, values, the constraint — a v0 off the constraint is
+    refused unless ``project=True``); a traced one only for its shapes (check its values with
+    ``system.check_initial_state`` before, outside the trace). No exception is raised for a failed
+    step: the state freezes at the last good step and ``ok`` / ``failed_step`` say so, as in
+    :func:`integrate`.
 
     Parameters
     ----------
@@ -529,6 +565,8 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
         every ⌈√n_steps⌉ steps when n_steps ≥ :data:`AUTO_CHECKPOINT_STEPS`; an integer K
         checkpoints every K steps; None keeps every step's values. No effect on the result or on
         forward mode.
+    project : project a concrete state0 that violates the constraint onto the constraint space
+        (as ``dl.integrate(project=True)``); default False: refuse it (ConstraintViolationError).
     **options : the method's build options.
 
     Returns
@@ -551,13 +589,17 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
 
     Raises
     ------
-    InputError (at trace time): n_steps not a positive multiple of save_every, an incompatible
-    method and system kind, unknown options.
+    InputError (at trace time): n_steps not a positive multiple of save_every, or traced; state0
+    not a tuple of the system's state, of shapes its functions do not take, or (concrete) off the
+    constraint without ``project=True`` (ConstraintViolationError); an incompatible method and
+    system kind, unknown options.
     """
-    n_steps, save_every = int(n_steps), int(save_every)
+    n_steps = _static_count(n_steps, "n_steps", "dl.solve")
+    save_every = _static_count(save_every, "save_every", "dl.solve")
     if n_steps < 1 or save_every < 1 or n_steps % save_every:
         raise InputError(f"dl.solve: n_steps ({n_steps}) must be a positive multiple of save_every "
                          f"({save_every})")
+    state0 = _checked_state0(system, state0, "dl.solve", values=start is None, project=project)
     b, state0, h = _bind_traced(system, method, state0, h, options)
     if start is None:
         state = b.scheme.init(*b.convert(*state0), h)
@@ -599,6 +641,7 @@ def final_state(system, method, state0, h, n_steps, **options) -> dict:
     serves every h and n (e.g. a convergence study). Pure, like :func:`solve` (forward mode
     only: the loop's trip count is dynamic). Returns the node arrays of the last node, ``ok`` and
     ``failed_step``."""
+    state0 = _checked_state0(system, state0, "dl.final_state", values=True, project=False)
     b, state0, h = _bind_traced(system, method, state0, h, options)
     carry = loop.run_steps(b.scheme, b.system, loop.start_carry(b.scheme.init(*b.convert(*state0), h)), h, n_steps)
     out = loop.node_outputs(b.system, b.scheme.observe(carry[0], h))
@@ -625,6 +668,56 @@ def raise_if_failed(out, method, h, what: str = "run"):
         raise failure_error(methods.get(method), int(out["failed_step"]), float(h),
                             int(out.get("failure_cause", newton_mod.FAILED)), None, "", where=f"{what}, ")
     return out
+
+
+def _static_count(x, name: str, where: str) -> int:
+    """``x`` as a Python int: it fixes the length of the compiled loop, so it cannot be traced."""
+    if isinstance(x, jax.core.Tracer):
+        raise InputError(f"{where}: {name} is a traced value, but it fixes the length of the compiled "
+                         f"loop: pass a Python int (jax.jit(..., static_argnums=...) for an argument), "
+                         f"or use dl.engine.run.final_state, whose n_steps may be traced")
+    try:
+        xi = int(x)
+        ok = xi == x
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok or isinstance(x, bool):
+        raise InputError(f"{where}: {name} must be an integer; got {x!r}")
+    return xi
+
+
+def _checked_state0(system, state0, where: str, *, values: bool, project: bool) -> tuple:
+    """state0 of :func:`solve` / :func:`final_state` checked: a tuple (or list) of as many arrays
+    as ``system.state_names``; when concrete (and ``values``), validated as :func:`integrate`
+    validates it (``system.check_initial_state``, which raises InputError naming the problem);
+    when traced, checked for shapes the system's functions take (by abstract evaluation).
+    Returns the state (the validated float64 arrays when concrete)."""
+    names = tuple(getattr(system, "state_names", ()) or ("q0", "v0"))
+    sysname = getattr(system, "name", "system")
+    if not isinstance(state0, (tuple, list)) or len(state0) != len(names):
+        got = (f"a {type(state0).__name__} of {len(state0)}" if isinstance(state0, (tuple, list))
+               else f"{type(state0).__name__}{getattr(state0, 'shape', '')}")
+        raise InputError(f"{where}: state0 must be a tuple of the {len(names)} arrays "
+                         f"({', '.join(names)}) of {sysname}'s initial state; got {got}")
+    traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tuple(state0)))
+    check = getattr(system, "check_initial_state", None)
+    if not traced and values and callable(check):
+        try:
+            return tuple(check(*state0, project=project))
+        except InputError as exc:
+            exc.args = (f"{where}: {exc}",)        # (the same error, with its residual etc.)
+            raise exc from None
+    values_at = getattr(system, "fingerprint_values", None)
+    if callable(values_at):
+        try:
+            shapes = tuple(jax.ShapeDtypeStruct(jnp.shape(x), jnp.float64) for x in state0)
+            jax.eval_shape(values_at, *shapes)
+        except (TypeError, ValueError, IndexError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"{where}: state0 shapes {[tuple(jnp.shape(x)) for x in state0]} do not fit "
+                             f"{sysname} ({first}); pass ({', '.join(names)}) with the shapes of its "
+                             f"initial state") from None
+    return tuple(state0)
 
 
 def _bind_traced(system, method, state0, h, options):

@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from pathlib import Path
 
 import jax
 
 from ..config import backends_started, enable_compilation_cache
+from ..errors import InputError
 
 #: XLA:CPU compiles a ``while`` loop that accesses fewer bytes per iteration than this (and
 #: contains no dot, custom call or scatter) into one native kernel instead of running each of its
@@ -165,10 +167,66 @@ def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
             out["cpu_devices"] = request_cpu_devices(
                 cores=None if cpu_devices is True else int(cpu_devices))
     if compilation_cache:
-        out["compilation_cache"] = str(enable_compilation_cache(
-            None if compilation_cache is True else compilation_cache))
+        try:
+            out["compilation_cache"] = str(enable_compilation_cache(
+                None if compilation_cache is True else compilation_cache))
+            heal_damaged_cache_entries()
+        except InputError as exc:        # runs work without it, compiling every time
+            warnings.warn(f"{exc}; running without a persistent compilation cache (set "
+                          f"DALEMBERT_CACHE_DIR to a writable directory to keep one)",
+                          CacheWarning, stacklevel=2)
     CONFIGURED.update(out)
     return out
+
+
+class CacheWarning(UserWarning):
+    """The persistent compilation cache is not usable, or had a damaged entry (removed)."""
+
+
+def heal_damaged_cache_entries():
+    """Make a damaged entry of JAX's persistent compilation cache warn once, not on every run.
+
+    JAX warns when an entry cannot be read, compiles again, but never replaces the entry (it
+    writes only missing ones), so each later process warns again. This wraps JAX's cache read so
+    that an entry it cannot read is removed (JAX then writes it afresh after compiling); JAX's
+    warning is replaced by one :class:`CacheWarning` per process. Idempotent; does nothing if
+    JAX's internals are not as expected."""
+    try:
+        from jax._src import compilation_cache as cc
+    except ImportError:                                      # pragma: no cover - other JAX
+        return
+    read = getattr(cc, "get_executable_and_time", None)
+    if read is None or getattr(read, "_dalembert_heals", False):
+        return
+    warned = []
+
+    def get_executable_and_time(cache_key, compile_options, backend, *args, **kwargs):
+        try:
+            return read(cache_key, compile_options, backend, *args, **kwargs)
+        except Exception as exc:                       # noqa: BLE001 - any damage
+            if isinstance(exc, getattr(cc, "CacheVerificationError", ())):
+                raise
+            where = _remove_cache_entry(cc, backend, cache_key)
+            if not warned:
+                warned.append(True)
+                warnings.warn(f"a damaged entry of the compilation cache{where} "
+                              f"({type(exc).__name__}) was removed; its program is compiled again",
+                              CacheWarning, stacklevel=2)
+            return None, None                          # a cache miss: compile
+    get_executable_and_time._dalembert_heals = True
+    cc.get_executable_and_time = get_executable_and_time
+
+
+def _remove_cache_entry(cc, backend, cache_key) -> str:
+    """Remove the files of one entry of JAX's file cache; returns " (its directory)" or ""."""
+    try:
+        cache = cc._get_cache(backend)
+        path = Path(str(cache.path))
+        for suffix in ("-cache", "-atime"):
+            (path / f"{cache_key}{suffix}").unlink(missing_ok=True)
+        return f" ({path})"
+    except Exception:                                  # noqa: BLE001 - best effort
+        return ""
 
 
 def _usable_cores() -> int:

@@ -17,6 +17,7 @@ from typing import Callable
 import jax.numpy as jnp
 
 from .. import linalg
+from ..errors import InputError
 
 
 @dataclass(frozen=True)
@@ -89,4 +90,5 @@ def resolve(discrete_lagrangian, system):
         return discrete_lagrangian.build(system), discrete_lagrangian.potential_weight
     if callable(discrete_lagrangian):
         return discrete_lagrangian, None
-    raise TypeError("discrete_lagrangian must be a DiscreteLagrangian or a callable L_d(q0, q1, h)")
+    raise InputError(f"discrete_lagrangian must be a DiscreteLagrangian or a callable L_d(q0, q1, h); "
+                     f"got {type(discrete_lagrangian).__name__}")

@@ -174,6 +174,8 @@ class GNI(Method):
               max_iter: int = MAX_ITER, startup: str = "consistent", complement=None,
               compensated: bool = True) -> Scheme:
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
+        if not isinstance(self.discrete_lagrangian, dls.DiscreteLagrangian):   # a user's callable
+            _check_scalar_output(L_d, q0, self.name)
         factor_fn = system.factor_metric
         explicit = fast_path and a is not None and system.constant_metric(q0)
         coeff = reflection_coefficients
@@ -188,6 +190,25 @@ class GNI(Method):
         else:
             step = _newton_step(system, factor_fn, L_d, rtol, max_iter, coeff)
         return Scheme(init, step, gni_observe(system, factor_fn, coeff))
+
+
+def _check_scalar_output(L_d, q0, name):
+    """Raise InputError unless L_d(q0, q1, h) is a scalar for q0, q1 of q0's shape (abstract
+    evaluation: nothing is computed)."""
+    import jax
+
+    from ..errors import InputError
+    q = jax.ShapeDtypeStruct(np.shape(q0), jnp.float64)
+    h = jax.ShapeDtypeStruct((), jnp.float64)
+    try:
+        out = jax.eval_shape(L_d, q, q, h)
+    except TypeError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"{name}: the discrete Lagrangian L_d(q0, q1, h) fails for q0, q1 of shape "
+                         f"{np.shape(q0)} ({first})") from None
+    if getattr(out, "shape", None) != ():
+        raise InputError(f"{name}: the discrete Lagrangian L_d(q0, q1, h) must return a scalar; it "
+                         f"returns {type(out).__name__} of shape {getattr(out, 'shape', None)}")
 
 
 def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients):
@@ -244,8 +265,35 @@ def gni(discrete_lagrangian, name: str = "gni-custom", order: int = 2, symmetric
     >>> Ld = lambda q0, q1, h: 0.5 * jnp.sum((q1 - q0) ** 2) / h - h * V(0.5 * (q0 + q1))
     >>> traj = dl.integrate(sys, dl.methods.gni(Ld), q0=q0, v0=v0, h=0.01, t_final=1.0)
     """
+    _check_discrete_lagrangian(discrete_lagrangian)
     return GNI(name=name, traits=_gni_traits(order, symmetric, source, explicit_when=""),
                discrete_lagrangian=discrete_lagrangian)
+
+
+def _check_discrete_lagrangian(L_d):
+    """Raise InputError (one line, saying what to pass) unless ``L_d`` is a DiscreteLagrangian or
+    a callable that takes (q0, q1, h)."""
+    import inspect
+
+    from ..errors import InputError
+    from ..systems.kind import SystemKind
+    what = ("dl.methods.gni takes a discrete Lagrangian: a callable L_d(q0, q1, h) -> scalar, e.g. "
+            "lambda q0, q1, h: h * L((q0 + q1) / 2, (q1 - q0) / h), or a DiscreteLagrangian "
+            "(dl.methods.discrete_lagrangians.midpoint)")
+    if isinstance(L_d, dls.DiscreteLagrangian):
+        return
+    if isinstance(L_d, str):
+        raise InputError(f"{what}; got the string {L_d!r} (a registered method is dl.methods.get(name))")
+    if isinstance(L_d, (Method, SystemKind)) or not callable(L_d):
+        raise InputError(f"{what}; got {type(L_d).__name__}")
+    try:
+        sig = inspect.signature(L_d)
+    except (TypeError, ValueError):        # a builtin or C callable: not introspectable
+        return
+    try:
+        sig.bind(0, 0, 0)
+    except TypeError:
+        raise InputError(f"{what}; got a callable with parameters {sig}, which does not take (q0, q1, h)") from None
 
 
 def _gni_traits(order, symmetric, source, explicit_when):

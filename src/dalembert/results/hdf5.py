@@ -11,7 +11,6 @@ chunk files that MATLAB does not read.
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import numpy as np
 
 from .._io import atomic_path
 from ..errors import InputError
-from .metadata import to_json
+from .metadata import parse_json, to_json
 
 #: Format tag of a dalembert HDF5 trajectory (root attribute ``format``).
 FORMAT = "dalembert-trajectory/1"
@@ -131,7 +130,7 @@ class DiskArray:
 
     def __getitem__(self, index):
         with h5py_module().File(self.path, "r") as f:
-            return f[self.name][index]
+            return plain_dataset(f, self.name, self.path)[index]
 
     def __array__(self, dtype=None, copy=None):
         a = self[()]
@@ -139,6 +138,33 @@ class DiskArray:
 
     def __repr__(self):
         return f"DiskArray({str(self.path)!r}, {self.name!r}, shape={self.shape}, dtype={self.dtype})"
+
+
+def plain_dataset(f, name: str, path):
+    """The dataset ``name`` of the open HDF5 file ``f`` if it is a plain one stored in the file
+    itself: a hard link to a dataset (not a soft or external link, not a group), neither virtual
+    nor in external storage — so that reading a file never reads another one.
+
+    Raises InputError (one line) naming the file and the entry otherwise."""
+    h5py = h5py_module()
+    what = None
+    link = f.get(name, getlink=True)
+    if not isinstance(link, h5py.HardLink):
+        what = f"is a link ({type(link).__name__})"
+    else:
+        obj = f.get(name)
+        if isinstance(obj, h5py.Group):
+            what = "is an HDF5 group, not a dataset"
+        elif not isinstance(obj, h5py.Dataset):
+            what = f"is a {type(obj).__name__}, not a dataset"
+        elif obj.is_virtual:
+            what = "is a virtual dataset (its data live in other files)"
+        elif obj.external or obj.id.get_create_plist().get_external_count():
+            what = "is stored outside the file (external storage)"
+    if what is not None:
+        raise InputError(f"{path}: entry {name!r} {what}; dalembert reads only plain datasets "
+                         f"stored in the file itself")
+    return obj
 
 
 def read_hdf5(path, lazy: bool = True):
@@ -155,8 +181,13 @@ def read_hdf5(path, lazy: bool = True):
     try:
         if f.attrs.get("format") != FORMAT or "t" not in f:
             raise InputError(f"{bad} (format {f.attrs.get('format')!r}, expected {FORMAT!r}, and a 't')")
-        md = json.loads(f.attrs["metadata"])
-        arrays = {k: (DiskArray(path, k, v.shape, v.dtype) if lazy else np.array(v)) for k, v in f.items()}
+        md = parse_json(f.attrs["metadata"], f"{path}: the metadata")
+        arrays = {}
+        for k in f.keys():
+            v = plain_dataset(f, k, path)
+            arrays[k] = DiskArray(path, k, v.shape, v.dtype) if lazy else np.array(v)
+    except InputError:
+        raise
     except (OSError, KeyError, ValueError) as exc:
         raise InputError(f"{bad} (an array or the metadata cannot be read: {exc})") from None
     finally:

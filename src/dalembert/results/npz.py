@@ -2,7 +2,6 @@
 JSON string; NumPy alone reads it back, no pickle."""
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from .._io import atomic_path
 from ..errors import InputError
-from .metadata import to_json
+from .metadata import parse_json, to_json
 
 
 def save_arrays(path, arrays: dict, metadata: dict) -> Path:
@@ -41,8 +40,10 @@ def read_npz(path):
         with z:
             if "metadata" not in z or "t" not in z:
                 raise InputError(f"{bad} (no 't'/'metadata')")
-            md = json.loads(str(z["metadata"]))
+            md = parse_json(str(z["metadata"]), f"{path}: the metadata")
             arrays = {k: np.array(z[k]) for k in z.files if k != "metadata"}
+    except InputError:
+        raise
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
         raise InputError(f"{bad} (an array or the metadata cannot be read, truncated or damaged: "
                          f"{exc})") from None

@@ -28,12 +28,13 @@ from .. import linalg
 from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from ..lie import so3
-from .kind import SystemKind, checked_group
+from .kind import SystemKind, checked_group, refuse_complex
 
 
 def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool, d: int = 3):
     """(𝕀 as a NumPy (d, d) array, whether it is symmetric), checked: finite, symmetric unless
     allowed, positive definite symmetric part. Raises SystemError_."""
+    refuse_complex(inertia, f"{name}: inertia")
     I = np.asarray(inertia, dtype=float)
     if I.shape != (d, d):
         raise SystemError_(f"{name}: inertia must have shape ({d}, {d}); got {I.shape}")
@@ -101,6 +102,7 @@ class EulerPoincareSuslovSystem(SystemKind):
         if linalg.traced(inertia):
             # a parameter under jax.grad/vmap: its values cannot be checked here (check them
             # with a concrete system); taken as symmetric unless allow_nonsymmetric
+            refuse_complex(inertia, f"{name}: inertia")
             I = jnp.asarray(inertia, jnp.float64)
             if I.shape != (d, d):
                 raise SystemError_(f"{name}: inertia must have shape ({d}, {d}); got {I.shape}")

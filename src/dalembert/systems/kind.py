@@ -26,11 +26,25 @@ accepts; :func:`dalembert.methods.kinds.resolve` applies it to a method, or rais
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Callable, ClassVar, NamedTuple
 
 import numpy as np
 
 from ..errors import InputError, SystemError_
+
+
+def refuse_complex(x, label: str):
+    """Raise SystemError_ when the array ``x`` (NumPy, JAX or nested lists) has a complex dtype: a
+    cast to float64 would drop its imaginary part silently. ``label`` names it (e.g.
+    "suslov: inertia")."""
+    try:
+        dtype = np.result_type(x) if hasattr(x, "dtype") else np.asarray(x).dtype
+    except (TypeError, ValueError):
+        return
+    if np.issubdtype(dtype, np.complexfloating):
+        raise SystemError_(f"{label} is complex ({dtype}); it must be real: pass a real array "
+                           f"(the imaginary part would be dropped)")
 
 
 def check_spd(M, label: str):
@@ -55,6 +69,24 @@ def checked_group(group, name: str):
         raise SystemError_(f"{name}: group must be a dalembert.lie.groups.MatrixLieGroup (e.g. dl.lie.SE(2)); "
                            f"got {group!r}")
     return group
+
+
+#: probe states of :meth:`SystemKind.fingerprint` (the initial state and perturbations of it)
+FINGERPRINT_PROBES = 3
+FINGERPRINT_SEED = 20260339
+
+
+def _rounded(value) -> str:
+    """A value's shape and entries as text, rounded to 11 digits after the point relative to
+    max(1, max |finite entry|) (NaN and ±inf as such)."""
+    try:
+        a = np.asarray(value, np.float64)
+    except (TypeError, ValueError):
+        return repr(type(value).__name__)
+    finite = a[np.isfinite(a)]
+    scale = max(1.0, float(np.max(np.abs(finite)))) if finite.size else 1.0
+    r = np.round(a / scale, 11) + 0.0                # + 0.0: −0 and 0 alike
+    return f"{a.shape} {scale:.11e} " + " ".join(f"{x:.11e}" for x in r.ravel())
 
 
 class NoReferenceError(InputError):
@@ -136,6 +168,53 @@ class SystemKind:
         (``Traits.accepts``). ``state0``: one initial state, where deciding a feature needs a
         configuration (whether a callable metric depends on it). Default: none."""
         return frozenset()
+
+    def fingerprint_values(self, *state) -> dict:
+        """The values that identify this system's content at one state (:meth:`fingerprint`):
+        by default its :meth:`diagnostics` at the node the state gives and, when the kind has
+        one, its ``vector_field`` (which involves forces, metric, constraints). A kind may add
+        more."""
+        obs = {}
+        for name, x in zip(self.state_names, state):
+            try:
+                obs[self.state_array(name)] = x
+            except InputError:
+                obs[name[:-1] if name.endswith("0") else name] = x
+        out = dict(self.diagnostics(obs))
+        vf = getattr(self, "vector_field", None)
+        if callable(vf):
+            out["vector_field"] = vf(*state)
+        return out
+
+    def fingerprint(self, *state0) -> str:
+        """A hex digest that identifies the system by content (not by name), for checking that a
+        checkpoint is resumed with the system that wrote it: its class, kinds and state shapes,
+        and :meth:`fingerprint_values` at :data:`FINGERPRINT_PROBES` fixed probe states (the
+        initial state ``state0`` and deterministic small perturbations of it), each value
+        rounded to 11 digits after the point relative to its array's scale (so that round-off
+        does not matter and any change of a callable's values does). A value that cannot be
+        evaluated at a probe counts by its exception's type."""
+        import jax
+
+        from .._cache import cached
+        state0 = tuple(np.asarray(x, np.float64) for x in state0)
+        # one compiled call per probe (eager ops would compile one by one), kept with the system
+        evaluate = cached(self, "fingerprint values", lambda: jax.jit(self.fingerprint_values))
+        digest = hashlib.sha256()
+        digest.update(repr((type(self).__module__, type(self).__qualname__, self.kinds(),
+                            [x.shape for x in state0])).encode())
+        rng = np.random.default_rng(FINGERPRINT_SEED)
+        for k in range(FINGERPRINT_PROBES):
+            probe = tuple(x if k == 0 else x + 0.05 * (1.0 + np.abs(x)) * rng.uniform(-1.0, 1.0, x.shape)
+                          for x in state0)
+            try:
+                values = evaluate(*probe)
+            except Exception as exc:          # noqa: BLE001 — its type is part of the fingerprint
+                digest.update(f"probe {k}: {type(exc).__name__}".encode())
+                continue
+            for name in sorted(values):
+                digest.update(f"probe {k}: {name}: {_rounded(values[name])}".encode())
+        return digest.hexdigest()
 
     def reference_solution(self, *state, t, rtol: float = 1e-13, atol: float = 1e-13) -> dict:
         """The kind's reference solution at times ``t`` (t[0] = 0): named node arrays with a

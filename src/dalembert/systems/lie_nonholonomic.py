@@ -27,11 +27,12 @@ from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemError_
 from ..lie import so3
 from ..declarations import NodeArray, Role
-from .kind import SystemKind, check_spd
+from .kind import SystemKind, check_spd, refuse_complex
 
 
 def _checked_inertia(inertia, name: str) -> np.ndarray:
     """𝕀 as a NumPy (3, 3) array, checked finite, symmetric, positive definite (SystemError_)."""
+    refuse_complex(inertia, f"{name}: inertia")
     I = np.asarray(inertia, dtype=float)
     if I.shape != (3, 3):
         raise SystemError_(f"{name}: inertia must be a finite (3, 3) array; got shape {I.shape}")
@@ -66,6 +67,7 @@ class LieNonholonomicSystem(SystemKind):
 
     def __init__(self, inertia, constraint_covectors, name: str = "lie-nonholonomic"):
         if linalg.traced(inertia):     # a parameter under jax.grad/vmap: shape checked only
+            refuse_complex(inertia, f"{name}: inertia")
             I = jnp.asarray(inertia, jnp.float64)
             if I.shape != (3, 3):
                 raise SystemError_(f"{name}: inertia must have shape (3, 3); got {I.shape}")

@@ -31,7 +31,7 @@ import numpy as np
 from .. import linalg
 from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, InputError, SystemError_
-from .kind import SystemKind
+from .kind import SystemKind, refuse_complex
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,6 +210,7 @@ class NonholonomicSystem(SystemKind):
             self._mass_const = None
         else:
             # (a traced array, a parameter under jax.grad, stays a JAX value)
+            refuse_complex(mass_matrix, "mass_matrix")
             G = (jnp.asarray(mass_matrix, jnp.float64) if linalg.traced(mass_matrix)
                  else np.asarray(mass_matrix, dtype=np.float64))
             if G.ndim != 2 or G.shape[0] != G.shape[1]:
@@ -454,6 +455,12 @@ class NonholonomicSystem(SystemKind):
         return self.factor_metric(q).solve(f)
 
     # --- the system-kind protocol used by the engine -------------------------------------
+    def fingerprint_values(self, q, v) -> dict:
+        """Energy, constraint residual, the acceleration q̈ (metric, potential gradient, forces,
+        constraints) and ν(q) at (q, v) (:meth:`SystemKind.fingerprint`)."""
+        return {**self.diagnostics({"q": q, "v": v}), "acceleration": self.acceleration(q, v),
+                "constraint_rhs": self.constraint_rhs(q)}
+
     def check_initial_state(self, q0, v0, *, project: bool = False):
         """Validated (q0, v0) as float64 arrays (see :meth:`check`); the engine's entry point."""
         return self.check(q0, v0, project=project)
@@ -550,12 +557,12 @@ class NonholonomicSystem(SystemKind):
         if n in self.__dict__.setdefault("_shapes_ok", set()):
             return
         qj = jnp.asarray(q)
-        _expect_shape(_shape_of(self.mass_matrix, "mass_matrix", qj), "mass_matrix", (n, n),
+        _expect_shape(_shape_of(lambda x: jnp.asarray(self._mass_fn(x)), "mass_matrix", qj), "mass_matrix", (n, n),
                       "the kinetic metric G(q)", q)
         vshape = _shape_of(self._potential or (lambda x: 0.0 * x[0]), "potential", qj)
         if vshape not in ((), (1,)):
             _expect_shape(vshape, "potential", (), "a scalar", q)
-        mshape = _shape_of(self.rolling_matrix, "constraint_matrix", qj)
+        mshape = _shape_of(lambda x: jnp.asarray(self._mu(x)), "constraint_matrix", qj)
         if len(mshape) != 2 or mshape[1] != n:
             raise SystemError_(
                 f"constraint_matrix(q0) returned shape {mshape}; expected (m, {n}) "

@@ -43,7 +43,7 @@ from .. import linalg
 from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemError_
 from ..lie import so3
-from .kind import SystemKind, check_spd, checked_group
+from .kind import SystemKind, check_spd, checked_group, refuse_complex
 
 _TRIVIALIZATIONS = ("left", "right")
 
@@ -68,7 +68,12 @@ def takes_group(fn) -> bool:
 
 def _callable_output(fn, args, what, name):
     try:
-        return np.asarray(fn(*args), dtype=float)
+        out = fn(*args)
+    except Exception as exc:  # noqa: BLE001 - report which callable failed
+        raise SystemError_(f"{name}: evaluating {what} failed: {type(exc).__name__}: {exc}") from exc
+    refuse_complex(out, f"{name}: {what}")
+    try:
+        return np.asarray(out, dtype=float)
     except Exception as exc:  # noqa: BLE001 - report which callable failed
         raise SystemError_(f"{name}: evaluating {what} failed: {type(exc).__name__}: {exc}") from exc
 
@@ -167,6 +172,7 @@ class ReducedSystem(SystemKind):
                                "trivialization='left' (the right-trivialised form is a reduction, "
                                "valid only for R-independent, bi-invariant metrics)")
         if self.constant_metric:
+            refuse_complex(metric, f"{name}: metric")
             G = np.asarray(metric, dtype=float)
             self._check_metric(G, "metric")
             Gj = jnp.asarray(G)
