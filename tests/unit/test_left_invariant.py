@@ -52,8 +52,9 @@ def test_general_path_agrees_with_quadratic_path(method):
     """The autodiff path (quadratic=False: ∇l, ∇²l) on l = ½ωᵀ𝕀ω gives the closed-form path."""
     general = dl.LeftInvariantSystem(l_quadratic, A, "forced-general", quadratic=False)
     a, b = run(SUSLOV.system, method), run(general, method)
-    assert np.max(np.abs(a.omega - b.omega)) <= 1e-12
-    assert np.max(np.abs(a.R - b.R)) <= 1e-12
+    # measured 2.8e-17 and 5.6e-17 (round-off: kept at 1e-14)
+    assert np.max(np.abs(a.omega - b.omega)) <= 1e-14
+    assert np.max(np.abs(a.R - b.R)) <= 1e-14
 
 
 def test_nonquadratic_lagrangian_model_conserves_its_energy():
@@ -65,9 +66,10 @@ def test_nonquadratic_lagrangian_model_conserves_its_energy():
     f = jax.jit(jax.vmap(lambda w: (jnp.dot(jax.grad(sys_.energy)(w), sys_.omega_dot(w)),
                                     sys_.omega_dot(w), SUSLOV.system.omega_dot(w))))
     dE, wdot, wdot_quadratic = (np.asarray(x) for x in f(jnp.asarray(ws)))
-    assert np.max(np.abs(dE)) <= 1e-12
+    # measured 1.8e-16, 3.2e-17 (round-off: kept at 1e-14) and 0.72 (the quartic term changes the field)
+    assert np.max(np.abs(dE)) <= 1e-14
     assert np.max(np.abs(wdot @ A.T)) <= 1e-14
-    assert np.max(np.abs(wdot - wdot_quadratic)) > 1e-2
+    assert np.max(np.abs(wdot - wdot_quadratic)) > 1e-1
 
 
 def test_nonquadratic_lagrangian_runs_with_dreps_and_eps_variational():
@@ -83,11 +85,13 @@ def test_nonquadratic_lagrangian_runs_with_dreps_and_eps_variational():
     for n in (40, 80):
         fin = final_state(sys_, "eps-variational", R0, w0, T / n, n)
         assert fin["converged"]
-        assert abs(float(np.dot(A[0], fin["omega"]))) <= 1e-13
-        assert abs(float(sys_.energy(jnp.asarray(fin["omega"]))) / E0 - 1) <= 1e-2
+        # measured: constraint 2e-33 and 8e-34 (kept at round-off, 1e-14); relative energy error 1.32e-6
+        # (n = 40) and 3.35e-7 (n = 80): allowed 1e-5 (7.6× the larger)
+        assert abs(float(np.dot(A[0], fin["omega"]))) <= 1e-14
+        assert abs(float(sys_.energy(jnp.asarray(fin["omega"]))) / E0 - 1) <= 1e-5
         errs.append(np.max(np.abs(fin["omega"] - ref["omega"])))
-    assert 3.0 <= errs[0] / errs[1] <= 5.5       # order 2
-    assert np.max(np.abs(fin["R"] - ref["R"])) <= 0.05
+    assert 3.0 <= errs[0] / errs[1] <= 5.5       # order 2 (measured ratio 3.985)
+    assert np.max(np.abs(fin["R"] - ref["R"])) <= 5e-3   # measured 1.58e-3 (≈ 3.2×)
 
 
 @pytest.mark.parametrize("method", ["eps-midpoint", "lie-gni-mv", "lie-gni-cayley"])

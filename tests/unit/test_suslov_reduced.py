@@ -31,10 +31,11 @@ def test_vector_field_is_euler_poincare_suslov(which):
         rho = rho_of(I, w)
         # ρ = I_m u on ω3 = 0, so ρ̇ = I_m (ω̇1, ω̇2); the EPS field keeps ω̇3 = 0
         expected = I[:2, :2] @ np.asarray(wd(jnp.asarray(w)))[:2]
-        np.testing.assert_allclose(np.asarray(vf(jnp.asarray(rho))), expected, atol=1e-13 * max(1, np.abs(expected).max()))
-        assert abs(float(wd(jnp.asarray(w))[2])) < 1e-13
+        # measured over the three inertias: 5.0e-16, 0, 2.2e-16, 3.6e-15 (round-off; the first three kept at 1e-14)
+        np.testing.assert_allclose(np.asarray(vf(jnp.asarray(rho))), expected, atol=1e-14 * max(1, np.abs(expected).max()))
+        assert abs(float(wd(jnp.asarray(w))[2])) < 1e-14
         np.testing.assert_allclose(omega_of(I, rho), w, atol=1e-14)
-        assert abs(float(form.hamiltonian(jnp.asarray(rho))) - 0.5 * w @ I @ w) < 1e-13
+        assert abs(float(form.hamiltonian(jnp.asarray(rho))) - 0.5 * w @ I @ w) < 3.5e-14   # 10× the measured
 
 
 def test_structure_functions_as_printed_for_i12_zero():
@@ -72,8 +73,9 @@ def test_approaches_the_stable_equilibrium():
     s = tr.x @ form.structure
     ex = suslov.exact_omega(np.array([0.0, T]), I, w0)
     s_exact_T = float((I @ ex["omega"][-1])[2])
-    assert abs(s[0]) > 0.1 and abs(s[-1]) < 1e-3 and abs(s_exact_T) < 1e-3
-    np.testing.assert_allclose(omega_of(I, tr.x[-1]), ex["omega"][-1], atol=1e-3)
+    # measured: |s(0)| = 0.13, |s(60)| = 2.953e-5 (scheme) and 2.953e-5 (exact), |ω − ω_exact| = 3.8e-9 at t = 60
+    assert abs(s[0]) > 0.1 and abs(s[-1]) < 1e-4 and abs(s_exact_T) < 1e-4       # ≈ 3.4×
+    np.testing.assert_allclose(omega_of(I, tr.x[-1]), ex["omega"][-1], atol=3e-8)   # ≈ 8×
 
 
 def test_bad_inertia():

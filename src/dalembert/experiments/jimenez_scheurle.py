@@ -392,6 +392,39 @@ def _perturbed_period_map(a, x, phi, h, gamma, corrected=True):
     return sol.y[:, -1], float(np.max(np.abs(a @ sol.sol(ts))))
 
 
+def blend(hfun, x, phi, h, tau):
+    """The §7 blend X(t) = χ0(t/ε) F(t, x) + χ1(t/ε) F(t − ε, φ) on the grid t = τε (τ ∈ [0, 1],
+    endpoints included), F our exact flow, φ = φ(ε, x) a scheme's step, ``hfun`` the vectorised
+    field h. Returns ``sup_residual`` = sup|Ẋ − h(X)| over the open interval, ``flow_distance`` =
+    |X(ε) − F(ε, x)| (the period map's distance from the unperturbed flow; O(ε^{p+1}) when the
+    residual is O(ε^p), Thm 7.1), and the structural ``endpoints`` = max(|X(0) − x|, |X(ε) − φ|)
+    and ``constraint`` = max|X3| (zero for any φ in 𝔤^D, by construction)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c0_all = _chi0(tau)[:, None]                   # χ0(0) = 1, χ0(1) = 0 as limits of the formula
+        c0p = _chi0_prime(tau[1:-1])[:, None]          # the residual on the open interval
+    t = tau * h
+    F1 = exact_omega(t, INERTIA, x)["omega"]
+    F2 = exact_omega(t - h, INERTIA, phi)["omega"]
+    X = c0_all * F1 + (1 - c0_all) * F2
+    F1i, F2i, c0 = F1[1:-1], F2[1:-1], c0_all[1:-1]
+    Xd = c0p / h * (F1i - F2i) + c0 * np.asarray(hfun(F1i)) + (1 - c0) * np.asarray(hfun(F2i))
+    r = Xd - np.asarray(hfun(X[1:-1]))
+    return {"sup_residual": float(np.max(np.linalg.norm(r, axis=1))),
+            "flow_distance": float(np.linalg.norm(X[-1] - F1[-1])),
+            "endpoints": max(float(np.max(np.abs(X[0] - x))), float(np.max(np.abs(X[-1] - phi)))),
+            "constraint": float(np.max(np.abs(X[:, 2])))}
+
+
+def period_map_check(m, p, eps, dist):
+    """Thm 7.1: the period map X(ε) = φ(ε, x) of the O(ε^p)-perturbed equation lies O(ε^{p+1}) from the
+    unperturbed flow F(ε, x): the slope of |X(ε) − F(ε, x)| over ``eps`` is p + 1, ± 0.1 (measured at
+    ε = 0.2 … 0.025: 1.999, 2.985, 2.992, 4.978 for Euler, midpoint, VI, RK4 with p = 1, 2, 2, 4; the
+    margin is ≈ 4.5× the largest deviation, 0.022). A step φ off by a fixed amount gives slope ≈ 0."""
+    return check_range(f"Thm 7.1: the period map X(ε) = φ(ε, x) lies O(ε^(p+1)) from F(ε, x): slope of "
+                       f"|X(ε) − F(ε, x)|, {m}", _slope(eps, dist), p + 1 - 0.1, p + 1 + 0.1,
+                       "Thm 7.1/7.3 (our construction)")
+
+
 @experiment("jimenez-scheurle-perturbation", "Suslov problem: one-step maps as period maps of perturbed EPS "
             "equations (§7)", PAPER,
             "Thm 7.1/7.3: the blend X(t) = χ0 F(t, x) + χ1 F(t − ε, φ(ε, x)) joins x to φ(ε, x) inside 𝔤^D and "
@@ -400,36 +433,29 @@ def _perturbed_period_map(a, x, phi, h, gamma, corrected=True):
 def perturbation(quick, out):
     _, sys_, R0, w0 = _setup()
     eps = np.array([0.2, 0.1, 0.05, 0.025])
-    tau = np.linspace(0.0, 1.0, 401 if quick else 4001)      # endpoints included: X(0), X(ε) are checked
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c0_all = _chi0(tau)[:, None]                           # χ0(0) = 1, χ0(1) = 0 as limits of the formula
-        c0p = _chi0_prime(tau[1:-1])[:, None]                  # the residual on the open interval
+    tau = np.linspace(0.0, 1.0, 401 if quick else 4001)      # endpoints included
     methods = {"dreps-euler": 1, "eps-midpoint": 2, "eps-variational": 2, "dreps-rk4": 4}
     import jax
     hfun = jax.jit(jax.vmap(sys_.omega_dot))
     checks, data, sups = [], {"eps": eps.tolist()}, {}
+    structural = 0.0
     for m, p in methods.items():
-        s_list, end_err, w3 = [], 0.0, 0.0
+        s_list, dist = [], []
         for h in eps:
             phi = _end(sys_, m, R0, w0, h, 1)["omega"]
-            t = tau * h
-            F1 = exact_omega(t, INERTIA, w0)["omega"]
-            F2 = exact_omega(t - h, INERTIA, phi)["omega"]
-            X = c0_all * F1 + (1 - c0_all) * F2
-            F1i, F2i, c0 = F1[1:-1], F2[1:-1], c0_all[1:-1]
-            Xd = c0p / h * (F1i - F2i) + c0 * np.asarray(hfun(F1i)) + (1 - c0) * np.asarray(hfun(F2i))
-            r = Xd - np.asarray(hfun(X[1:-1]))
-            s_list.append(float(np.max(np.linalg.norm(r, axis=1))))
-            # the blend's endpoints, from the same grid: X(0) = x and X(ε) = φ(ε, x)
-            end_err = max(end_err, float(np.max(np.abs(X[0] - w0))), float(np.max(np.abs(X[-1] - phi))))
-            w3 = max(w3, float(np.max(np.abs(X[:, 2]))))
+            b = blend(hfun, w0, phi, h, tau)
+            s_list.append(b["sup_residual"])
+            dist.append(b["flow_distance"])
+            structural = max(structural, b["endpoints"], b["constraint"])
         sups[m] = s_list
         sl = _slope(eps, s_list)
         checks.append(check_range(f"Thm 7.1/7.3: sup|Ẋ − h(X)| slope, {m}", sl, p - 0.05, p + 0.05,
                                   "Thm 7.1/7.3 (our construction)"))
-        checks.append(check_below(f"Thm 7.1/7.3: X(0) = x, X(ε) = φ(ε, x) and X ∈ 𝔤^D, {m}", max(end_err, w3),
-                                  1e-14, "Thm 7.1/7.3 (our construction)"))
-        data[m] = {"sup_residual": s_list, "slope": sl}
+        checks.append(period_map_check(m, p, eps, dist))
+        data[m] = {"sup_residual": s_list, "slope": sl, "flow_distance": dist}
+    # X(0) = x, X(ε) = φ(ε, x) and X ∈ 𝔤^D hold for any φ in 𝔤^D by the blend's construction
+    # (χ0(0) = 1, χ0(1) = 0, F the exact flow in 𝔤^D): recorded, not a check (it cannot fail)
+    data["blend_endpoints_and_constraint_structural"] = structural
     # Theorem 7.3's perturbed multiplier on the computed steps (ε = 0.1): with d̃ = 𝕀r + γa, the
     # multiplier λ(ξ) − C⁻¹⟨a, 𝕀⁻¹d̃⟩ keeps ξ in 𝔤^D and the period map is the scheme's step
     a = np.asarray(sys_.A, float)[0]
