@@ -69,16 +69,23 @@ def atomic_write_text(path, text: str):
         tmp.write_text(text, encoding="utf-8")
 
 
+def probe_writable_dir(path: Path) -> None:
+    """Create the directory ``path`` if needed and write (then remove) a file in it.
+
+    Raises OSError when either fails."""
+    path.mkdir(parents=True, exist_ok=True)
+    fd, probe = tempfile.mkstemp(prefix=".dalembert-write-check.", dir=path)
+    os.close(fd)
+    os.unlink(probe)
+
+
 def check_writable_dir(path, what: str = "output directory") -> Path:
     """Create ``path`` (a directory) if needed and check that a file can be written in it.
 
     Raises InputError naming the directory and why, before any work is done."""
     path = Path(path)
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".dalembert-write-check.", dir=path)
-        os.close(fd)
-        os.unlink(probe)
+        probe_writable_dir(path)
     except OSError as exc:
         raise InputError(f"{what} {path} is not writable: {exc.strerror or exc}") from None
     return path

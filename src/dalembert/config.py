@@ -63,15 +63,11 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
     InputError (one line, naming the directory) when it cannot be created or written (a file in
     its place, a read-only file system): nothing is changed then.
     """
-    import tempfile
-
+    from ._io import probe_writable_dir
     from .errors import InputError
     p = Path(path) if path is not None else default_cache_dir()
     try:
-        p.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".dalembert-write-check.", dir=p)
-        os.close(fd)
-        os.unlink(probe)
+        probe_writable_dir(p)
     except OSError as exc:
         raise InputError(f"the compilation cache directory {p} is not usable "
                          f"({exc.strerror or type(exc).__name__})") from None
