@@ -39,7 +39,7 @@ def refuse_complex(x, label: str):
     cast to float64 would drop its imaginary part silently. ``label`` names it (e.g.
     "suslov: inertia")."""
     try:
-        dtype = np.result_type(x) if hasattr(x, "dtype") else np.asarray(x).dtype
+        dtype = np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
     except (TypeError, ValueError):
         return
     if np.issubdtype(dtype, np.complexfloating):
