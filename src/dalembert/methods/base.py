@@ -22,7 +22,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax.numpy as jnp
 
-from ..declarations import Claim, Feature
+from ..declarations import Claim, Feature, Invariant
 from ..errors import UnknownNameError, did_you_mean
 
 
@@ -39,6 +39,19 @@ class StepInfo(NamedTuple):
     def of(cls, res) -> "StepInfo":
         """The StepInfo of a step that is one Newton solve (a NewtonResult)."""
         return cls(res.converged, res.iterations, res.cause)
+
+
+def has_holonomic(system) -> bool:
+    """Whether a system has configuration constraints φ(q) = 0 (``NonholonomicSystem.has_holonomic``;
+    False for kinds without them)."""
+    return bool(getattr(system, "has_holonomic", False))
+
+
+def holonomic_claim(statement: str) -> Claim:
+    """The claim "φ(q_k) = 0 at every node" of a method that imposes configuration constraints,
+    measured on systems that have them (:func:`has_holonomic`)."""
+    return Claim(Invariant.HOLONOMIC_CONSTRAINT, statement, condition="configuration constraints",
+                 holds_for=has_holonomic)
 
 
 def kahan_add(y, delta, c):

@@ -30,15 +30,13 @@ from .. import linalg
 from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
-from .base import Method, Observation, Scheme, StepInfo, Traits
+from .base import Method, Observation, Scheme, StepInfo, Traits, holonomic_claim
 from .discrete_constraints import left_point_constraint, midpoint_constraint
 from .gni import GNIState, startup_init, reflection_coefficients
 
 
 #: the configuration constraint, imposed at the new node (a claim where the system has one)
-_HOLONOMIC = Claim(Invariant.HOLONOMIC_CONSTRAINT, "configuration constraint φ(q_{k+1}) = 0 (Marsden–West 2001 §3.5)",
-                   condition="configuration constraints",
-                   holds_for=lambda system: bool(getattr(system, "has_holonomic", False)))
+_HOLONOMIC = holonomic_claim("configuration constraint φ(q_{k+1}) = 0 (Marsden–West 2001 §3.5)")
 
 
 def dla_variant(name: str, discrete_constraint, discrete_lagrangian=None, order: int = 2,
@@ -82,7 +80,7 @@ class DLA(Method):
         n = q0.shape[0]
         # configuration constraints (Marsden–West 2001 §3.5): φ(q_{k+1}) = 0 with Φ(q_k)ᵀΛ_k in the
         # momentum equation — the first k rows of constraint_matrix and of the unknown multiplier
-        phi = system.holonomic if getattr(system, "has_holonomic", False) else (lambda x: jnp.zeros(0))
+        phi = system.holonomic          # shape (0,) without them
 
         def step(state, h):
             q, p, g = state.q, state.p, state.g

@@ -46,8 +46,8 @@ from .. import linalg
 from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
-from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, multiplier_init,
-                   multiplier_observe, with_compensation)
+from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, holonomic_claim,
+                   multiplier_init, multiplier_observe, with_compensation)
 
 
 def _constraint(system, f, q, p):
@@ -165,7 +165,7 @@ class SymmetricGNI(Method):
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
         factor_fn = system.factor_metric
         init = multiplier_init(system)
-        if getattr(system, "has_holonomic", False):
+        if system.has_holonomic:
             step = _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter)
         elif fast_path and a is not None and system.constant_metric(q0):
             step = _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified)
@@ -180,16 +180,11 @@ _SRC = ("Ferraro, Jiménez, Martín de Diego, Nonlinearity 28 (2015) 871, (9a)/(
         "per step split equally between the nodes, (9b)/(27b) at the new node")
 
 
-def _has_holonomic(system) -> bool:
-    return bool(getattr(system, "has_holonomic", False))
-
-
 def _traits(source, explicit_when=""):
     return Traits(
         order=2, symmetric=True, implicit=True, explicit_when=explicit_when,
         preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = ν(q_k)"),
-                   Claim(Invariant.HOLONOMIC_CONSTRAINT, "configuration constraint φ(q_k) = 0 (RATTLE)",
-                         condition="configuration constraints", holds_for=_has_holonomic)),
+                   holonomic_claim("configuration constraint φ(q_k) = 0 (RATTLE)")),
         accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
         node_velocity="v_k = G⁻¹p_k (on the constraint)", source=source,
         family="gni-symmetric", integrates=("nonholonomic",))

@@ -43,7 +43,8 @@ from ..solvers.newton import MAX_ITER, RTOL, newton
 from ..solvers import newton_module as newton_mod
 from ..systems.almost_poisson import DEGENERACY_TOL
 from ..systems.reduction import HouseholderFrame, reduced_form
-from .base import Method, MomentumState, Scheme, StepInfo, Traits, momentum_init, momentum_observe
+from .base import (Method, MomentumState, Scheme, StepInfo, Traits, holonomic_claim, momentum_init,
+                   momentum_observe)
 from .discrete_constraints import midpoint_constraint
 from .discrete_gradients import gonzalez
 
@@ -64,7 +65,7 @@ class GonzalezF(Method):
         # configuration constraints φ(q) = 0 (k rows, first in constraint_matrix): their impulse acts
         # along Φ̄(q, q'), the Gonzalez discrete gradient of each φ_i, and φ(q') = 0 is imposed, so
         # that H' − H = Λ·(φ(q') − φ(q)) = 0 (Gonzalez, Physica D 132 (1999); Betsch, CMAME 195 (2006))
-        k = int(system.holonomic(jnp.asarray(q0)).shape[0]) if getattr(system, "has_holonomic", False) else 0
+        k = int(system.holonomic(jnp.asarray(q0)).shape[0])
         phi_dgs = [gonzalez(lambda q, i=i: system.holonomic(q)[i]) for i in range(k)]
 
         def step(state, h):
@@ -171,9 +172,8 @@ def _methods():
             traits=Traits(
                 order=2, symmetric=True, implicit=True,
                 preserves=(Claim(Invariant.ENERGY, "energy H(q, p) (exactly, Gonzalez discrete gradient)"),
-                           Claim(Invariant.HOLONOMIC_CONSTRAINT, "configuration constraint φ(q_k) = 0, its impulse "
-                                 "along the discrete gradient Φ̄ (Gonzalez 1999)", condition="configuration constraints",
-                                 holds_for=lambda s: bool(getattr(s, "has_holonomic", False)))),
+                           holonomic_claim("configuration constraint φ(q_k) = 0, its impulse along the discrete "
+                                           "gradient Φ̄ (Gonzalez 1999)")),
                 accepts={Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
                 node_velocity="v_k = G⁻¹p_k (does NOT satisfy the constraint: it drifts)",
                 source=f"{_SOURCE}, (15) with the Gonzalez DG (12); q̄ the midpoint "

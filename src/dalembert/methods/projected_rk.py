@@ -44,7 +44,7 @@ from jax import lax
 from .. import linalg
 from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
-from .base import Method, Scheme, StepInfo, Traits, compensated_add, explicit_info
+from .base import Method, Scheme, StepInfo, Traits, compensated_add, explicit_info, holonomic_claim
 
 
 class ProjectedState(NamedTuple):
@@ -162,13 +162,12 @@ class ProjectedRK(Method):
             q0, v0 = jnp.asarray(q0), jnp.asarray(v0)
             return ProjectedState(q0, v0, jnp.zeros_like(q0) if compensated else None)
 
-        holonomic = getattr(system, "has_holonomic", False)
 
         def step(state, h):
             dy = rk_increment(f, jnp.concatenate([state.q, state.v]), h, tab)
             q1, c = compensated_add(state.q, dy[:n], state.c)
             info = explicit_info()
-            if holonomic:        # q onto φ = 0 first (SHAKE's correction in the kinetic metric)
+            if system.has_holonomic:        # q onto φ = 0 first (SHAKE's correction in the kinetic metric)
                 res = system.project_configuration(q1)
                 q1, info = res.x, StepInfo.of(res)
             v1 = project(system, q1, state.v + dy[n:])
@@ -187,9 +186,7 @@ METHODS = (
         traits=Traits(
             order=8, symmetric=False, implicit=False,
             preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) v_k = ν(q_k)"),
-                       Claim(Invariant.HOLONOMIC_CONSTRAINT, "configuration constraint φ(q_k) = 0 (projection)",
-                             condition="configuration constraints",
-                             holds_for=lambda s: bool(getattr(s, "has_holonomic", False)))),
+                       holonomic_claim("configuration constraint φ(q_k) = 0 (projection)")),
             accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
             node_velocity="v_k, projected onto the constraint in the kinetic metric",
             source="Prince–Dormand RK8(7)13M (J. Comput. Appl. Math. 7, 1981) or DOP853 "

@@ -174,12 +174,7 @@ class SystemKind:
         by default its :meth:`diagnostics` at the node the state gives and, when the kind has
         one, its ``vector_field`` (which involves forces, metric, constraints). A kind may add
         more."""
-        obs = {}
-        for name, x in zip(self.state_names, state):
-            try:
-                obs[self.state_array(name)] = x
-            except InputError:
-                obs[name[:-1] if name.endswith("0") else name] = x
+        obs = {self.state_array(name): x for name, x in zip(self.state_names, state)}
         out = dict(self.diagnostics(obs))
         vf = getattr(self, "vector_field", None)
         if callable(vf):
