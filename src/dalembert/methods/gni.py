@@ -30,15 +30,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
 from ..declarations import Claim, Feature, Invariant
-from ..solvers.newton import MAX_ITER, RTOL
+from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
-from .base import (Method, Observation, Scheme, Traits, compensated_add, explicit_info,
-                   with_compensation)
+from .base import (Method, Observation, Scheme, StepInfo, Traits, compensated_add, explicit_info,
+                   holonomic_claim, with_compensation)
 
 
 class GNIState(NamedTuple):
@@ -180,10 +181,16 @@ class GNI(Method):
         explicit = fast_path and a is not None and system.constant_metric(q0)
         coeff = reflection_coefficients
         if complement is not None:
+            if system.has_holonomic:
+                from ..errors import InputError
+                raise InputError(f"{self.name}: complement= is not supported with configuration constraints; "
+                                 "leave it out (the metric-orthogonal complement of (Φ; μ) is used)")
             _check_complement(system, complement, q0)
             coeff = complement_coefficients(system, complement)
         init = startup_init(system, startup)
-        if explicit:
+        if system.has_holonomic:
+            step = _shake_step(system, factor_fn, L_d, a if explicit else None, rtol, max_iter)
+        elif explicit:
             step = _explicit_step(system, factor_fn, a, coeff)
             if compensated:
                 init = with_compensation(init)
@@ -226,6 +233,48 @@ def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients):
         g1 = system.grad_potential(q1)
         p1, cp = compensated_add(p, d1 - (1.0 - a) * h * g1, cp)
         return GNIState(q1, p1, g1, None if c is None else (cq, cp)), explicit_info()
+    return step
+
+
+def _shake_step(system, factor_fn, L_d, a, rtol, max_iter):
+    """With configuration constraints φ(q) = 0 (k rows; ``constraint_matrix`` is (Φ; μ), so the
+    reflection acts on both and the averaged momentum satisfies Φ(q_k)v_k = 0 and μ(q_k)v_k = ν):
+    reflect, then SHAKE — solve −D1 L_d(q_k, q_{k+1}, h) = p⁻_k − Φ(q_k)ᵀΛ, φ(q_{k+1}) = 0 for
+    (q_{k+1}, Λ), and p⁺_{k+1} = D2 L_d(q_k, q_{k+1}, h): the discrete Euler–Lagrange equations with
+    a holonomic constraint (Marsden–West 2001, §3.5; SHAKE, Ryckaert–Ciccotti–Berendsen 1977)
+    beside the GNI's nonholonomic reflection. ``a`` (constant G and an L_d with a potential weight:
+    the drift is explicit) makes the unknowns the k impulses Λ only; otherwise Newton on
+    (q_{k+1}, Λ), n + k unknowns. The reported multiplier stays −(2/h)s of the reflection of p⁺_k
+    (both kinds of rows: p⁺_k = D2 L_d carries the half-step impulse of each)."""
+    D1 = jax.grad(L_d, argnums=0)
+    D2 = jax.grad(L_d, argnums=1)
+
+    def step(state, h):
+        q, p, g = state.q, state.p, state.g
+        f = factor_fn(q)
+        pm = affine_reflection(system, q, p, f)
+        Phi = system.holonomic_jacobian(q)
+        k = Phi.shape[0]
+        if a is not None:
+            base = pm - a * h * g
+
+            def drift(Lam):
+                return q + h * f.solve(base - linalg.vm(Lam, Phi))
+
+            res = newton(lambda Lam: system.holonomic(drift(Lam)), jnp.zeros(k), rtol=rtol, max_iter=max_iter)
+            x = drift(res.x)
+            g1 = system.grad_potential(x)
+            p1 = base - linalg.vm(res.x, Phi) - (1.0 - a) * h * g1
+            return GNIState(x, p1, g1), StepInfo.of(res)
+        n = q.shape[0]
+
+        def F(u):
+            x, Lam = u[:n], u[n:]
+            return jnp.concatenate([-D1(q, x, h) - pm + linalg.vm(Lam, Phi), system.holonomic(x)])
+
+        res = newton(F, jnp.concatenate([q + h * f.solve(pm), jnp.zeros(k)]), rtol=rtol, max_iter=max_iter)
+        x = res.x[:n]
+        return GNIState(x, D2(q, x, h), g), StepInfo.of(res)
     return step
 
 
@@ -301,8 +350,10 @@ def _gni_traits(order, symmetric, source, explicit_when):
         order=order, symmetric=symmetric, implicit=True, explicit_when=explicit_when,
         preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) v_k = ν(q_k) (averaged momentum)"),
                    Claim(Invariant.MOMENTUM_MAP,
-                         "nonholonomic momentum of horizontal symmetries (G-invariant L_d)")),
-        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC}, two_step=True,
+                         "nonholonomic momentum of horizontal symmetries (G-invariant L_d)"),
+                   holonomic_claim("configuration constraint φ(q_k) = 0 (SHAKE)")),
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
+        two_step=True,
         node_velocity="G⁻¹ p̄_k, p̄_k = (p⁺_k + p⁻_k)/2 = P*p⁺_k + Q*Π (the averaged momentum)",
         source=source, family="gni", integrates=("nonholonomic",))
 

@@ -19,6 +19,13 @@ checked to agree to the Newton tolerance. Order 2s − 2 (4 for s = 3, 6 for s =
 tests/convergence/test_spark.py), symmetric, the node constraint exact; energy is not conserved.
 Unknowns (V_1 … V_s, hΛ_1 … hΛ_s), s(n + m), by Newton; any G(q), linear or affine constraints.
 
+Configuration constraints φ(q) = 0 (k rows; ``constraint_matrix`` is then (Φ; μ) and the
+multipliers are stacked the same way): their internal stage conditions are at position level,
+φ(Q_i) = 0 for i = 2 … s (Q_1 = q_0), and Φ(q_1)G⁻¹p_1 = 0 is the endpoint condition beside the
+rolling one — the Lobatto IIIA–IIIB method for holonomic constraints (Jay, SIAM J. Numer. Anal.
+33 (1996) 368–387; s = 2 is RATTLE) with the mean stage constraint for the rolling rows, the
+mixed case of Jay 2003. Order 2s − 2 for both (fitted in tests/unit/test_holonomic.py).
+
 Reported at the nodes: q_k, p_k, v_k = G⁻¹p_k (on the constraint), and the multiplier Λ_s of the
 step that ended at t_k (Lagrange–d'Alembert sign; at t_0 the exact λ(q_0, v_0)).
 """
@@ -33,8 +40,8 @@ import numpy as np
 from .. import linalg
 from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
-from .base import (Method, MomentumState, MultiplierState, Scheme, StepInfo, Traits, momentum_init,
-                   momentum_observe, multiplier_init, multiplier_observe)
+from .base import (Method, MomentumState, MultiplierState, Scheme, StepInfo, Traits, holonomic_claim,
+                   momentum_init, momentum_observe, multiplier_init, multiplier_observe)
 from .comparison import _SOURCE as _CELLEDONI, _impulse_guess
 
 
@@ -77,6 +84,11 @@ class Spark(Method):
         n = jnp.asarray(q0).shape[0]
 
         constant = system.constant_metric(q0)
+        k = system.holonomic(jnp.asarray(q0, jnp.float64)).shape[0] if system.has_holonomic else 0
+
+        def holonomic_size(Qi):
+            """The size of the terms of φ(Q_i): |Φ(Q_i)| |Q_i| (the round-off floor of its rows)."""
+            return linalg.mv(jnp.abs(system.holonomic_jacobian(Qi)), jnp.abs(Qi)) + jnp.abs(system.holonomic(Qi))
 
         def force(q, v, lam):
             """∂L/∂q + μᵀΛ with ∂L/∂q = ½ vᵀ(∂G/∂q)v − ∇V."""
@@ -113,11 +125,14 @@ class Spark(Method):
                 P = p + h * linalg.mm(ahat, Fs)
                 GV = jax.vmap(lambda Qi, Vi: linalg.mv(system.mass_matrix(Qi), Vi))(Q, V)
                 g, g_size = jax.vmap(constraint_terms)(Q, V)
+                g, g_size = linalg.mm(a[1:], g), linalg.mm(jnp.abs(a[1:]), g_size)
+                if k:       # configuration rows at position level: φ(Q_i) = 0, i = 2 … s
+                    g = g.at[:, :k].set(jax.vmap(system.holonomic)(Q[1:]) / h)
+                    g_size = g_size.at[:, :k].set(jax.vmap(holonomic_size)(Q[1:]) / h)
                 q1, p1 = Q[-1], p + h * linalg.vm(b, Fs)
                 r3, s3 = constraint_terms(q1, factor_fn(q1).solve(p1))
-                r = jnp.concatenate([(GV - P).ravel(), linalg.mm(a[1:], g).ravel(), r3])
-                S = jnp.concatenate([jnp.maximum(jnp.abs(GV), jnp.abs(P)).ravel(),
-                                     linalg.mm(jnp.abs(a[1:]), g_size).ravel(), s3])
+                r = jnp.concatenate([(GV - P).ravel(), g.ravel(), r3])
+                S = jnp.concatenate([jnp.maximum(jnp.abs(GV), jnp.abs(P)).ravel(), g_size.ravel(), s3])
                 return r, S
 
             v0 = factor_fn(q).solve(p)
@@ -135,9 +150,13 @@ class Spark(Method):
 class SparkLobatto2(Method):
     """``spark-lobatto2``, the 2-stage Lobatto IIIA–B SPARK written out by hand for a constant G and
     linear constraints (a "nonholonomic RATTLE", one of the comparison methods of Celledoni et al.
-    2019; its equations: :mod:`dalembert.methods.comparison`). Build options: rtol, max_iter."""
+    2019; its equations: :mod:`dalembert.methods.comparison`). With configuration constraints it is
+    the general :class:`Spark` with s = 2 (RATTLE for φ). Build options: rtol, max_iter."""
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
+        if system.has_holonomic:
+            return Spark(name=self.name, traits=self.traits, stages=2).build(system, q0, rtol=rtol,
+                                                                               max_iter=max_iter)
         factor_fn = system.factor_metric
         f = factor_fn(q0)
 
@@ -169,8 +188,9 @@ SPARK_LOBATTO2 = SparkLobatto2(
     name="spark-lobatto2",
     traits=Traits(
         order=2, symmetric=True, implicit=True,
-        preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = 0"),),
-        accepts=frozenset(),
+        preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = 0"),
+                   holonomic_claim("configuration constraint φ(q_k) = 0 (the general 2-stage SPARK)")),
+        accepts={Feature.HOLONOMIC_CONSTRAINTS},
         node_velocity="v_k = G⁻¹p_k (on the constraint)",
         source=f"{_CELLEDONI}; Jay 2003 (BIT 43:93) 2-stage Lobatto IIIA–B SPARK; constant G, "
                "linear constraints",
@@ -184,8 +204,9 @@ def _spark(s: int) -> Spark:
         name=f"spark-lobatto{s}",
         traits=Traits(
             order=2 * s - 2, symmetric=True, implicit=True,
-            preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = ν(q_k)"),),
-            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC},
+            preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = ν(q_k)"),
+                       holonomic_claim("configuration constraint φ(q_k) = 0 (at every stage)")),
+            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
             node_velocity="v_k = G⁻¹p_k (on the constraint)",
             source=("L. O. Jay, BIT 43 (2003) 93–106 (SPARK, Lobatto IIIA–IIIB, mean stage constraint); "
                     "Jay, Lagrange–d'Alembert SPARK integrators for nonholonomic Lagrangian systems (2009)"),

@@ -102,6 +102,8 @@ class ReducedSystem(SystemKind):
         (ξ = ṘRᵀ, spatial; R_{k+1} = τ(hξ_k) R_k, Remark 7.2 with erratum E12,
         docs/theory/ferraro2015.md#e12).
     name : label used in trajectories and reports.
+    holonomic_constraints : not supported: any value other than None raises InputError naming
+        the way to write a configuration constraint (a ``NonholonomicSystem`` in coordinates).
 
     Attributes ``group_metric`` and ``group_potential`` say whether G̃ and V depend on R.
 
@@ -131,8 +133,14 @@ class ReducedSystem(SystemKind):
     order_arrays = ("x", "R")
 
     def __init__(self, metric, constraint_matrix, potential=None, constraint_rhs=None,
-                 shape_dim=None, trivialization: str = "left", name: str = "reduced", group=None):
+                 shape_dim=None, trivialization: str = "left", name: str = "reduced", group=None,
+                 holonomic_constraints=None):
         self.name = str(name)
+        if holonomic_constraints is not None:
+            raise InputError(f"{name}: ReducedSystem takes no configuration constraints (lie-gni, reduced-gni "
+                             "and reduced-rattle impose none); write the system in coordinates as "
+                             "dl.NonholonomicSystem(..., holonomic_constraints=phi), which nh-rattle-sym, "
+                             "spark-lobatto3 and gonzalez-f integrate")
         self.group = group = checked_group(group, name)
         self.is_so3 = group.name == "SO(3)"
         d = self.group_dim = group.dim
