@@ -283,3 +283,47 @@ def test_the_two_step_gni_keeps_the_velocity_rows_at_the_node_and_phi_long_run()
         constraint_matrix=lambda q: jnp.array([[-q[3], q[2], 0.0, 0.0]]), name="skate-unit-free")
     tf = dl.integrate(free, "nh-rattle", q0=q0, v0=v0, h=0.01, t_final=10.0, progress=False)
     assert np.max(np.abs(tf.q[:, 2] ** 2 + tf.q[:, 3] ** 2 - 1.0)) > 1e-3        # measured 64
+
+
+def test_project_dependent_keeps_the_independent_coordinates_and_speeds():
+    """project="dependent": the given x, y, c and the given ẋ (independent) are kept bit for bit;
+    s and ẏ, ċ, ṡ are solved from φ = 0 and (Φ; μ)v = 0 — the result is the θ-state with the
+    same x, y, θ and u; with project=True the kinetic-metric projection moves the given ones
+    instead (negative control)."""
+    system = dl.NonholonomicSystem(
+        mass_matrix=jnp.diag(jnp.array([1.0, 1.0, INERTIA, INERTIA])), potential=lambda q: _V_xy(q[0], q[1]),
+        constraint_matrix=lambda q: jnp.array([[-q[3], q[2], 0.0, 0.0]]),
+        holonomic_constraints=lambda q: jnp.array([q[2] ** 2 + q[3] ** 2 - 1.0]),
+        independent_coordinates=[0, 1, 2], independent_speeds=[0, 3])
+    q_true, v_true = state_unit(th=0.3, u=1.0, w=0.8)
+    q_given = q_true.copy()
+    q_given[3] += 0.05                              # s off the circle
+    v_given = v_true.copy()
+    v_given[1:3] += 0.1                             # ẏ, ċ off the constraints
+    tr = dl.integrate(system, "nh-rattle-sym", q0=q_given, v0=v_given, h=0.01, t_final=0.02,
+                      project="dependent", progress=False)
+    assert np.array_equal(tr.q[0][:3], q_given[:3]) and tr.v[0][0] == v_given[0] and tr.v[0][3] == v_given[3]
+    assert np.max(np.abs(tr.q[0] - q_true)) < 1e-14 and np.max(np.abs(tr.v[0] - v_true)) < 1e-14
+    with pytest.warns(UserWarning, match="changed v0"):
+        moved = dl.integrate(system, "nh-rattle-sym", q0=q_given, v0=v_given, h=0.01, t_final=0.02,
+                             project=True, progress=False)
+    assert np.max(np.abs(moved.q[0][:3] - q_given[:3])) > 1e-3
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({}, "needs the system's independent_coordinates"),
+    ({"independent_coordinates": [0, 1], "independent_speeds": [0, 3]}, "must hold 3 distinct indices"),
+    ({"independent_coordinates": [0, 1, 3], "independent_speeds": [2, 3]}, "are not determined by the others"),
+])
+def test_project_dependent_bad_choices_are_one_line_errors(kw, match):
+    """Missing indices, a wrong count, and a choice whose dependent columns are singular (keeping
+    the speeds ċ, ṡ leaves ẋ, ẏ to the rows (Φ; μ), and Φ's columns for them are zero)."""
+    system = dl.NonholonomicSystem(
+        mass_matrix=jnp.diag(jnp.array([1.0, 1.0, INERTIA, INERTIA])),
+        constraint_matrix=lambda q: jnp.array([[-q[3], q[2], 0.0, 0.0]]),
+        holonomic_constraints=lambda q: jnp.array([q[2] ** 2 + q[3] ** 2 - 1.0]), **kw)
+    q0, v0 = state_unit()
+    v0 = v0 + 0.1
+    with pytest.raises(InputError, match=match) as err:
+        system.check(q0, v0, project="dependent")
+    assert "\n" not in str(err.value)

@@ -84,6 +84,30 @@ def _shape_of(fn, name: str, q):
     return tuple(out.shape)
 
 
+def _indices(idx, name: str):
+    """A tuple of distinct non-negative ints, or None (InputError otherwise)."""
+    if idx is None:
+        return None
+    try:
+        out = tuple(int(i) for i in np.asarray(idx, dtype=np.int64).ravel())
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a sequence of integer indices; got {idx!r}") from None
+    if len(set(out)) != len(out) or any(i < 0 for i in out):
+        raise InputError(f"{name} must hold distinct non-negative indices; got {list(out)}")
+    return out
+
+
+def _dependent(idx, n: int, count: int, name: str, what: str):
+    """The complement of the independent indices ``idx`` in range(n), of size ``count``."""
+    if idx is None:
+        raise InputError(f'project="dependent" needs the system\'s {name}=[...] ({n - count} indices of the '
+                         f"{what} to keep); or pass project=True to project in the kinetic metric")
+    if any(i >= n for i in idx) or len(idx) != n - count:
+        raise InputError(f"{name} must hold {n - count} distinct indices below {n} (n = {n} minus {count} "
+                         f"constraints); got {list(idx)}")
+    return np.array(sorted(set(range(n)) - set(idx)), dtype=np.int64)
+
+
 def _expect_real(out, name: str):
     """A callable's traced output must be real: a complex one would lose its imaginary part
     silently where the integrator casts to float64."""
@@ -174,6 +198,12 @@ class NonholonomicSystem(SystemKind):
         μ(q) v = ν(q); (Φ; μ) must have full row rank k + m < n.
     holonomic_jacobian : callable q -> (k, n), optional
         Φ(q) = ∂φ/∂q; default: by automatic differentiation of ``holonomic_constraints``.
+    independent_coordinates, independent_speeds : sequences of indices, optional
+        The coordinates (n − k of them) and speeds (n − k − m) that an initial state given with
+        ``project="dependent"`` keeps as given; the others are solved for (φ(q0) = 0 by Newton
+        on the k dependent coordinates; (Φ; μ) v0 = (0; ν) for the k + m dependent speeds),
+        as Kane's q_ind/q_dep and u_ind/u_dep. Checked at the initial state: the dependent
+        columns of Φ and of (Φ; μ) must be invertible there.
     name : str
         Used in messages, metadata and file names.
 
@@ -202,7 +232,7 @@ class NonholonomicSystem(SystemKind):
 
     def __init__(self, mass_matrix, potential=None, constraint_matrix=None,
                  constraint_rhs=None, name: str = "system", *, holonomic_constraints=None,
-                 holonomic_jacobian=None):
+                 holonomic_jacobian=None, independent_coordinates=None, independent_speeds=None):
         if constraint_matrix is None:
             raise InputError("NonholonomicSystem needs constraint_matrix=lambda q: ... (shape (m, n))")
         if callable(mass_matrix):
@@ -230,6 +260,8 @@ class NonholonomicSystem(SystemKind):
                              "holonomic_constraints=lambda q: ... (shape (k,)) too")
         self._phi = holonomic_constraints
         self._Phi = holonomic_jacobian
+        self.independent = {"coordinates": _indices(independent_coordinates, "independent_coordinates"),
+                            "speeds": _indices(independent_speeds, "independent_speeds")}
         self.name = str(name)
         self._constant_metric: bool | None = None if self._mass_const is None else True
 
@@ -602,7 +634,10 @@ class NonholonomicSystem(SystemKind):
         project : if True, a q0 off φ = 0 is moved onto it (:meth:`project_configuration`, the
             kinetic metric's SHAKE correction) and a violating v0 is replaced by its G-orthogonal
             projection onto the constraint space instead of raising; a projection that changes v0
-            by more than :data:`PROJECTION_WARN` (relative) warns.
+            by more than :data:`PROJECTION_WARN` (relative) warns. ``"dependent"``: keep the
+            system's ``independent_coordinates`` and ``independent_speeds`` as given and solve for
+            the others (φ(q0) = 0, then (Φ; μ) v0 = (0; ν)); no warning, since what was specified
+            is kept.
         tol : constraint tolerance (default 1e-10).
 
         Returns
@@ -621,7 +656,16 @@ class NonholonomicSystem(SystemKind):
         for x, nm in ((G, "mass_matrix"), (V, "potential"), (mu, "constraint_matrix"),
                       (nu, "constraint_rhs"), (dV, "potential (gradient)"), (phi, "holonomic_constraints")):
             _expect_finite(x, nm)
-        if phi.size and np.max(np.abs(phi)) > tol * max(1.0, float(np.max(np.abs(q)))):
+        if project not in (True, False, "dependent"):
+            raise InputError(f'project must be True, False or "dependent"; got {project!r}')
+        if project == "dependent":
+            dep_q = _dependent(self.independent["coordinates"], n, phi.size, "independent_coordinates",
+                               "coordinates")
+            dep_v = _dependent(self.independent["speeds"], n, mu.shape[0], "independent_speeds", "speeds")
+        if project == "dependent" and phi.size and np.max(np.abs(phi)) > tol * max(1.0, float(np.max(np.abs(q)))):
+            q = self._solve_dependent_q(q, dep_q, tol)
+            G, V, mu, nu, dV, phi = (np.asarray(x) for x in self._evaluate_all(q))
+        elif phi.size and np.max(np.abs(phi)) > tol * max(1.0, float(np.max(np.abs(q)))):
             if not project:
                 raise ConstraintViolationError(
                     f"q0 is off the configuration constraints: |φ(q0)| = {np.max(np.abs(phi)):.3e}; give a q0 "
@@ -666,6 +710,16 @@ class NonholonomicSystem(SystemKind):
                     f"> {bound:.1e} (residual {res}); pass project=True (CLI: --project) to project "
                     "v0 onto the constraint space in the kinetic metric", res)
             given = v
+            if project == "dependent":
+                v = v.copy()
+                A = mu[:, dep_v]
+                sv = np.linalg.svd(A, compute_uv=False)
+                if sv[-1] <= RANK_RTOL * max(sv[0], 1e-300):
+                    raise InputError(f"project=\"dependent\": the speeds {dep_v.tolist()} are not determined by "
+                                     f"the others at q0 (the columns of (Φ; μ) for them are singular, singular "
+                                     f"values {np.array2string(sv, precision=3)}); choose other independent_speeds")
+                v[dep_v] = np.linalg.solve(A, nu - np.delete(mu, dep_v, axis=1) @ np.delete(v, dep_v))
+                return q, v
             v = np.asarray(self.project_velocity(jnp.asarray(q), jnp.asarray(v)))
             change = float(np.max(np.abs(v - given))) / max(float(np.max(np.abs(given))), 1e-300)
             if change > PROJECTION_WARN:
@@ -673,6 +727,24 @@ class NonholonomicSystem(SystemKind):
                               f"{np.array2string(given, precision=4)} -> {np.array2string(v, precision=4)}; "
                               f"give a v0 on the constraints to keep what you specified", UserWarning, stacklevel=4)
         return q, v
+
+    def _solve_dependent_q(self, q, dep, tol):
+        """q with its coordinates ``dep`` (k indices) solved from φ(q) = 0 by Newton, the others as
+        given (``project="dependent"``); InputError when Φ[:, dep] is singular at q or Newton fails."""
+        q = q.copy()
+        for it in range(50):
+            phi = np.asarray(self.holonomic(jnp.asarray(q)))
+            if np.max(np.abs(phi)) <= 0.01 * tol * max(1.0, float(np.max(np.abs(q)))):
+                return q
+            J = np.asarray(self.holonomic_jacobian(jnp.asarray(q)))[:, dep]
+            sv = np.linalg.svd(J, compute_uv=False)
+            if not np.all(np.isfinite(sv)) or sv[-1] <= RANK_RTOL * max(sv[0], 1e-300):
+                raise InputError(f'project="dependent": the coordinates {dep.tolist()} are not determined by the '
+                                 f"others at q (the columns of Φ for them are singular, singular values "
+                                 f"{np.array2string(sv, precision=3)}); choose other independent_coordinates")
+            q[dep] -= np.linalg.solve(J, phi)
+        raise InputError(f'project="dependent": Newton on the coordinates {dep.tolist()} did not reach φ = 0 '
+                         f"(|φ| = {np.max(np.abs(phi)):.3e} after 50 steps); give a q0 nearer the constraint")
 
     def _project_q(self, q):
         """:meth:`project_configuration` compiled once per system (its Newton is a while loop)."""
