@@ -26,11 +26,12 @@ from .engine.interrupts import RunInterrupted
 from . import models
 from .convergence import convergence
 from .sympy_models import from_sympy
+from .methods.kinds import recommend
 
 __all__ = [
     "NonholonomicSystem", "AlmostPoissonSystem", "almost_poisson", "EulerPoincareSuslovSystem",
     "LeftInvariantSystem", "HeavyBodySystem", "ReducedSystem", "SystemKind",
-    "integrate", "resume", "solve", "sweep", "ensemble", "Ensemble", "RunInterrupted", "configure", "clear_caches",
+    "integrate", "recommend", "resume", "solve", "sweep", "ensemble", "Ensemble", "RunInterrupted", "configure", "clear_caches",
     "Trajectory", "load", "methods", "models", "convergence", "from_sympy", "lie", "linalg", "errors",
     "DalembertError", "InputError", "ConstraintViolationError", "ConvergenceError",
     "UnknownNameError", "Invariant", "Claim", "Feature", "Role", "NodeArray", "__version__",

@@ -12,7 +12,7 @@ import numpy as np
 from .._cache import cached
 from ..errors import InputError
 from ..solvers import newton_module as newton_mod
-from ..methods.kinds import resolve
+from ..methods.kinds import AUTO, choose, resolve
 from ..results.ensemble import Ensemble
 from ..results.trajectory import trajectory
 from ..systems.kind import SystemKind
@@ -162,6 +162,16 @@ def _compiled_param_ensemble(factory, method, options, params, x0s, h, save_ever
     return (lambda x0s, h: start_c(params, x0s, h), _member_chunk(chunk_c, params), devices, layout)
 
 
+def _first_member(system, kwargs):
+    """The first member's initial state from the batched keywords, for ``method="auto"`` (None when
+    it cannot be read: the rule then decides without a state)."""
+    try:
+        state = tuple(np.asarray(kwargs[name], np.float64) for name in system.state_names)
+        return tuple(x[0] if x.ndim > 1 else x for x in state)
+    except (KeyError, AttributeError, TypeError, ValueError, IndexError):
+        return None
+
+
 def _checked_members(system, systems, batch, project):
     """The validated initial states of all members, as (B, ...) float64 arrays. Member 0 is
     checked as :func:`integrate` checks it (callables, shapes, values); a system with
@@ -204,7 +214,7 @@ def _batched_params(params):
     return jax.tree_util.tree_unflatten(treedef, arrs), sizes.pop()
 
 
-def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, project: bool = False,
+def ensemble(system, method="auto", *, h, t_final, save_every: int = 1, keep=None, project: bool = False,
              progress: bool | None = None, chunk_steps: int = loop.CHUNK_STEPS,
              metadata: dict | None = None, params=None, on_failure: str = "keep", **kwargs) -> Ensemble:
     """Integrate B trajectories in one compiled, vectorised (``jax.vmap``) call.
@@ -268,7 +278,7 @@ def ensemble(system, method, *, h, t_final, save_every: int = 1, keep=None, proj
     metadata = checked_metadata(metadata)         # at the call, not when the result is saved
     if on_failure not in ("keep", "raise"):
         raise InputError(f"on_failure must be 'keep' or 'raise'; got {on_failure!r}")
-    if not method.compiled:
+    if method not in AUTO and not method.compiled:
         raise InputError(f"{method.name} does not run in the compiled engine; ensembles need a compiled method")
     run = _EnsembleRun(system, method, h, t_final, save_every, keep, params, project, on_failure, kwargs)
     ens = run.go(progress, chunk_steps, metadata)
@@ -287,6 +297,11 @@ class _EnsembleRun:
         self.options = options
         self.factory, self.params, self.systems, self.n_params = None, None, None, None
         self.system = system if params is None else self._factory_members(system, params)
+        if method in AUTO:      # the rule of dl.recommend, decided at the first member's state
+            self.method = method = choose(self.system, method, _first_member(self.system, options))
+            if not method.compiled:
+                raise InputError(f'method="auto" chose {method.name}, which does not run in the compiled '
+                                 "engine; name a compiled method for this ensemble")
         resolve(self.system, method)                  # incompatible kinds: refused before any work
         self.x0s = self._initial_states(project)
         self.B = self.x0s[0].shape[0]

@@ -16,7 +16,7 @@ from jax import lax
 from .. import methods, monitors
 from .._version import __version__
 from ..errors import ConvergenceError, InputError
-from ..methods.kinds import resolve
+from ..methods.kinds import AUTO, choose, resolve
 from ..results.files import load
 from ..results.metadata import checked_metadata, json_default
 from ..results.trajectory import Trajectory, trajectory
@@ -53,7 +53,7 @@ def check_run(h, t_final, save_every, method):
     t_final = _positive_finite(t_final, "t_final")
     if not isinstance(save_every, (int, np.integer)) or save_every < 1:
         raise InputError(f"save_every must be an integer ≥ 1; got {save_every!r}")
-    return h, t_final, int(save_every), methods.get(method)
+    return h, t_final, int(save_every), (method if method in AUTO else methods.get(method))
 
 
 def split_initial_state(system, kwargs: dict):
@@ -122,7 +122,7 @@ def run_metadata(system, method, h, n_steps, save_every, options, **extra) -> di
 CHECKPOINT_EVERY = 60.0
 
 
-def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool = False,
+def integrate(system, method="auto", *, h, t_final, save_every: int = 1, project: bool = False,
               progress: bool | None = None, chunk_steps: int = loop.CHUNK_STEPS,
               metadata: dict | None = None, checkpoint=None,
               checkpoint_every: float = CHECKPOINT_EVERY, stream=None, **kwargs) -> Trajectory:
@@ -132,7 +132,9 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
     ----------
     system : a system kind (NonholonomicSystem, AlmostPoissonSystem, EulerPoincareSuslovSystem,
         LieNonholonomicSystem, ReducedSystem, ...; see :mod:`dalembert.systems.kind`).
-    method : registered name (see ``dl.methods.available()``) or a Method object. It must
+    method : registered name (see ``dl.methods.available()``), a Method object, or ``"auto"``
+        (the default; the rule of :func:`dl.recommend <dalembert.methods.kinds.recommend>`, by
+        the system's kind and features; the choice is in ``traj.metadata["method"]``). It must
         integrate the system's kind, or a kind the system has a registered view to (the
         almost-Poisson reduction of a NonholonomicSystem for the discrete-gradient methods).
     q0, v0 : (n,) initial configuration and velocity; v0 must satisfy μ(q0) v0 = ν(q0) to 1e-10
@@ -193,10 +195,12 @@ def integrate(system, method, *, h, t_final, save_every: int = 1, project: bool 
     h, t_final, save_every, method = check_run(h, t_final, save_every, method)
     checkpoint, stream = check_output_paths(checkpoint, stream)      # before any work
     metadata = checked_metadata(metadata)         # at the call, not when the result is saved
-    resolve(system, method)                       # incompatible kinds: refused before any work
+    if method not in AUTO:
+        resolve(system, method)                   # incompatible kinds: refused before any work
     names, state_in = split_initial_state(system, kwargs)
     options = kwargs
     x0s = tuple(np.asarray(x, np.float64) for x in system.check_initial_state(*state_in, project=project))
+    method = choose(system, method, x0s)          # "auto": the rule of dl.recommend
     resolve(system, method, x0s)                  # features the method does not take: before tracing
     n_steps = loop.step_count(h, t_final, save_every)
     md = run_metadata(system, method, h, n_steps, save_every, options,
@@ -655,7 +659,7 @@ def compiled(fn, system, method, **static):
     kept with the system: ``compiled(solve, sys, "nh-rattle", n_steps=1000)(state0, h)``.
     ``static``: n_steps, save_every and build options (hashable values)."""
     from .._cache import cached
-    method = methods.get(method)
+    method = choose(system, method)
     key = ("compiled", fn.__name__, method, options_key(static))
     return cached(system, key, lambda: jax.jit(
         lambda state0, h, *args: fn(system, method, state0, h, *args, **static)))
@@ -726,7 +730,8 @@ def _bind_traced(system, method, state0, h, options):
     view may anchor on it), else on zeros of its shapes.
 
     Raises InputError for a method that does not run compiled, or as :func:`bind` does."""
-    method = methods.get(method)
+    concrete = not any(isinstance(x, jax.core.Tracer) for x in state0)
+    method = choose(system, method, tuple(np.asarray(x, np.float64) for x in state0) if concrete else None)
     if not method.compiled:
         raise InputError(f"{method.name} is not a compiled method; dl.solve needs one")
     state0 = tuple(jnp.asarray(x, jnp.float64) for x in state0)

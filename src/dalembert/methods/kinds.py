@@ -2,6 +2,8 @@
 (:mod:`dalembert.systems.kind`) applied to the method registry."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..errors import InputError
 from ..systems.kind import View, find_view, kind_name
 from .base import registry
@@ -65,3 +67,83 @@ def methods_for(system, state0=None) -> list:
     """Names of the registered methods that integrate ``system`` (directly or through a view)
     and accept its features (decided at ``state0`` where given)."""
     return [name for name, m in registry().items() if accepts(m, system, state0)]
+
+
+# ---------------------------------------------------------------------------------------------
+# method="auto": a documented rule on the system's kind and declared features
+# ---------------------------------------------------------------------------------------------
+class Recommendation(NamedTuple):
+    """``method``: a registered name; ``reason``: one sentence, why (the rule that chose it)."""
+
+    method: str
+    reason: str
+
+
+#: The rule of ``method="auto"``, per system kind: the first entry whose method accepts the
+#: system (its kind and features, :func:`accepts`) and whose condition on the features holds
+#: (None: always) is chosen. Robust one-step self-adjoint methods of order 2 first: for a
+#: NonholonomicSystem ``nh-rattle-sym`` rather than the two-step ``nh-rattle``, which is faster
+#: (explicit for a constant metric) but can carry a parasitic period-2 mode (the snakeboard at its
+#: default step: ``ParasiticModeWarning`` at t = 50) and lost a stable bicycle motion that
+#: ``nh-rattle-sym`` keeps (docs/guide/methods.md).
+AUTO_RULE = {
+    "nonholonomic": (
+        ("nh-rattle-sym", "a NonholonomicSystem: the self-adjoint one-step nonholonomic RATTLE (order 2, "
+                          "energy bounded, constraints at every node, no parasitic mode; Newton on the m "
+                          "impulses per step for a constant metric, on the whole step otherwise)", None),
+        ("reference", "no structure-preserving method accepts this system's features: the index-1 ODE "
+                      "by DOP853 at tight tolerance", None)),
+    "almost-poisson": (
+        ("dg-gonzalez", "an almost-Poisson system: Gonzalez's discrete gradient (energy to round-off, "
+                        "order 2)", None),),
+    "euler-poincare-suslov": (
+        ("eps-midpoint", "an Euler–Poincaré–Suslov system: the midpoint EPS scheme (order 2, energy and "
+                         "constraint at every node)", None),
+        ("eps-variational", "an Euler–Poincaré–Suslov system with a non-quadratic Lagrangian: the "
+                            "variational EPS scheme (order 2)", None)),
+    "left-invariant": (
+        ("lie-gni-mv-sym", "a left-invariant system on a Lie group: the self-adjoint Lie-group GNI "
+                           "(order 2)", None),),
+    "lie-nonholonomic": (
+        ("lie-gni-mv-sym", "a nonholonomic system on a Lie group: the self-adjoint Lie-group GNI "
+                           "(order 2)", None),),
+    "reduced": (
+        ("reduced-gni-sym", "a system on Rⁿ × G: the self-adjoint reduced GNI (order 2, any metric, "
+                            "affine constraints)", None),
+        ("reference", "no structure-preserving method accepts this system's features: the index-1 "
+                      "ODE by DOP853 at tight tolerance", None)),
+}
+
+AUTO = ("auto", None)
+
+
+def recommend(system, state0=None) -> Recommendation:
+    """The method ``method="auto"`` (or the method left out) picks for ``system``, and why.
+
+    The rule (:data:`AUTO_RULE`): by the system's kind, the first listed method that accepts the
+    system's declared features (decided at ``state0``, one validated initial state, where given;
+    without it a callable metric counts as configuration-dependent).
+
+    Raises InputError when no registered method integrates the system.
+    """
+    from .base import registry
+    kind = kind_name(system)
+    features = frozenset(system.features(*(state0 or ()))) if hasattr(system, "features") else frozenset()
+    for name, reason, when in AUTO_RULE.get(kind, ()):
+        method = registry().get(name)
+        if method is not None and (when is None or when(features)) and accepts(method, system, state0):
+            return Recommendation(name, reason)
+    fits = methods_for(system, state0)
+    if fits:
+        return Recommendation(fits[0], f"the first registered method that integrates a {kind} system")
+    raise InputError(f"no registered method integrates {getattr(system, 'name', 'this system')!r} "
+                     f"(a {kind} system); pass a Method object")
+
+
+def choose(system, method, state0=None):
+    """``method`` as a Method: a name or Method as ``dl.methods.get`` takes it, or ``"auto"``/None
+    resolved by :func:`recommend`."""
+    from .base import get
+    if method in AUTO:
+        return get(recommend(system, state0).method)
+    return get(method)
