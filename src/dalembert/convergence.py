@@ -81,7 +81,11 @@ def convergence(model, method_names, hs, t_final=None, q0=None, v0=None, *, init
 
     Parameters
     ----------
-    model : a :class:`dalembert.models.Model` (``dl.models.get(...)``).
+    model : a :class:`dalembert.models.Model` (``dl.models.get(...)``), or a system of your own
+        (any system kind, e.g. a ``NonholonomicSystem``) with its initial state (``q0``, ``v0``
+        or ``initial_state``) and ``t_final``: it is then compared with its kind's reference
+        solution (``system.reference_solution``; for a ``NonholonomicSystem`` the index-1 ODE by
+        DOP853, rtol = atol = 1e-13).
     method_names : iterable of method names or Method objects.
     hs : step sizes; t_final must be a multiple of each (the final time is ceil(T/h)·h).
     t_final : default the model's default_t_final.
@@ -101,10 +105,14 @@ def convergence(model, method_names, hs, t_final=None, q0=None, v0=None, *, init
     Raises
     ------
     InputError : fewer than two state arrays, unknown initial-state names, a kind without a
-        reference solution.
+        reference solution; for a system of your own, a missing initial state or t_final.
     """
     from .errors import InputError
     from .models.base import Model
+    from .systems.kind import SystemKind
+    if isinstance(model, SystemKind):
+        model = _user_model(model, t_final, q0, v0, initial_state)
+        q0 = v0 = initial_state = None
     if not isinstance(model, Model):
         got = f"the string {model!r}" if isinstance(model, str) else type(model).__name__
         hint = f"dl.models.get({model!r})" if isinstance(model, str) else "dl.models.get(name)"
@@ -151,3 +159,30 @@ def convergence(model, method_names, hs, t_final=None, q0=None, v0=None, *, init
         res.orders_v[m.name] = fitted_order(hs, errs[1])
     return res
 
+
+
+def _user_model(system, t_final, q0, v0, initial_state):
+    """A :class:`~dalembert.models.base.Model` around a user's system for :func:`convergence`:
+    its initial state from ``q0``/``v0`` or ``initial_state``, no exact solution (the kind's
+    reference solution is the comparison)."""
+    from .errors import InputError
+    from .models.base import Model
+    names = tuple(system.state_names)
+    state = dict(initial_state or {})
+    state.update({k: v for k, v in (("q0", q0), ("v0", v0)) if v is not None})
+    missing = [k for k in names if k not in state]
+    if missing or t_final is None:
+        need = ", ".join(f"{k}=..." for k in missing) + (", t_final=..." if t_final is None else "")
+        raise InputError(f"dl.convergence of a system of your own needs its initial state and final time: "
+                         f"pass {need.lstrip(', ')}")
+    unknown = sorted(set(state) - set(names))
+    if unknown:
+        raise InputError(f"dl.convergence: unknown initial-state names {unknown}; {system.name} takes "
+                         f"{', '.join(names)}")
+    x0 = {k: np.asarray(state[k], float) for k in names}
+    first = x0[names[0]]
+    return Model(name=getattr(system, "name", "system"), params={}, system=system, q0=first,
+                 v0=x0[names[1]] if len(names) > 1 else first,
+                 coordinates=tuple(f"{names[0][:-1]}[{i}]" for i in range(first.size)),
+                 source="a system of your own", default_t_final=float(t_final), initial_state=x0,
+                 default_method="auto")
