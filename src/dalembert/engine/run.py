@@ -66,12 +66,24 @@ def split_initial_state(system, kwargs: dict):
     return names, [kwargs.pop(n) for n in names]
 
 
-def failure_error(method, step, h, cause, traj, kept: str, where: str = "") -> ConvergenceError:
+def failure_error(method, step, h, cause, traj, kept: str, where: str = "", t0: float = 0.0) -> ConvergenceError:
     """The ConvergenceError of a failed step: which step and time, why (the cause code of
     :data:`dalembert.solvers.newton.CAUSES`) and what helps for that cause, what is kept."""
     return ConvergenceError(
-        f"{method.name}: {where}step {step} (t = {step * h:.6g} → {(step + 1) * h:.6g}) failed: "
-        f"{newton_mod.describe(cause)}. {kept}", step=step, time=step * h, trajectory=traj, cause=cause)
+        f"{method.name}: {where}step {step} (t = {t0 + step * h:.6g} → {t0 + (step + 1) * h:.6g}) failed: "
+        f"{newton_mod.describe(cause)}. {kept}", step=step, time=t0 + step * h, trajectory=traj,
+        cause=cause)
+
+
+def _finite(x, name):
+    """float(x), finite (InputError otherwise)."""
+    try:
+        xf = float(x)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number; got {x!r}") from None
+    if not math.isfinite(xf):
+        raise InputError(f"{name} must be finite; got {xf}")
+    return xf
 
 
 def chart_metadata(arrays: dict, h: float) -> dict:
@@ -122,10 +134,11 @@ def run_metadata(system, method, h, n_steps, save_every, options, **extra) -> di
 CHECKPOINT_EVERY = 60.0
 
 
-def integrate(system, method="auto", *, h, t_final, save_every: int = 1, project: bool = False,
+def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every: int = 1, project: bool = False,
               progress: bool | None = None, chunk_steps: int = loop.CHUNK_STEPS,
               metadata: dict | None = None, checkpoint=None,
-              checkpoint_every: float = CHECKPOINT_EVERY, stream=None, **kwargs) -> Trajectory:
+              checkpoint_every: float = CHECKPOINT_EVERY, stream=None, save_at=None, events=None,
+              **kwargs) -> Trajectory:
     """Integrate a nonholonomic system with a structure-preserving method.
 
     Parameters
@@ -192,7 +205,16 @@ def integrate(system, method="auto", *, h, t_final, save_every: int = 1, project
     UnknownNameError (method), ConvergenceError (a step failed; ``.trajectory`` holds the nodes
     computed before it), RunInterrupted.
     """
-    h, t_final, save_every, method = check_run(h, t_final, save_every, method)
+    t0 = _finite(t0, "t0")
+    if _finite(t_final, "t_final") <= t0:
+        raise InputError(f"t_final ({float(t_final):g}) must be after t0 ({t0:g}): the run goes from t0 to t_final")
+    if save_at is not None or events:
+        from .dense import integrate_dense
+        return integrate_dense(system, method, h=h, t_final=t_final, t0=t0, save_every=save_every,
+                               project=project, progress=progress, chunk_steps=chunk_steps, metadata=metadata,
+                               checkpoint=checkpoint, checkpoint_every=checkpoint_every, stream=stream,
+                               save_at=save_at, events=events, **kwargs)
+    h, duration, save_every, method = check_run(h, float(t_final) - t0, save_every, method)
     checkpoint, stream = check_output_paths(checkpoint, stream)      # before any work
     metadata = checked_metadata(metadata)         # at the call, not when the result is saved
     if method not in AUTO:
@@ -202,9 +224,11 @@ def integrate(system, method="auto", *, h, t_final, save_every: int = 1, project
     x0s = tuple(np.asarray(x, np.float64) for x in system.check_initial_state(*state_in, project=project))
     method = choose(system, method, x0s)          # "auto": the rule of dl.recommend
     resolve(system, method, x0s)                  # features the method does not take: before tracing
-    n_steps = loop.step_count(h, t_final, save_every)
+    n_steps = loop.step_count(h, duration, save_every)
     md = run_metadata(system, method, h, n_steps, save_every, options,
                       **{name: x.tolist() for name, x in zip(names, x0s)})
+    if t0:
+        md["t0"] = t0
     md.update(metadata or {})
     if not method.compiled:
         for name, given in (("checkpoint", checkpoint), ("stream", stream)):
@@ -334,9 +358,10 @@ def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, optio
     loop.check_memory(full + (2 if rem else 1), 8 * (1 + 2 * sum(int(np.size(x)) for x in x0s)),
                       what=f"{method.name} run")
     t = loop.node_times(h, n_steps, save_every, n_steps // save_every + 2)
-    t0 = time.perf_counter()
+    start = time.perf_counter()
     arrays, info = method.solve(target, *x0s, t, **options)
-    wall = time.perf_counter() - t0
+    wall = time.perf_counter() - start
+    t = t + md.get("t0", 0.0)
     md.update(info)
     md.update({"wall_time_s": wall, "steps_per_second": None, "node_velocity": method.traits.node_velocity})
     obs = {k: jnp.asarray(a) for k, a in arrays.items()}
@@ -434,7 +459,7 @@ class _Run:
                        "wall_time_total_s": prior_wall + r.wall})
         md.update(chart_metadata(r.arrays, h))
         if failure is not None and self.stream is not None:
-            md["failed"] = {"step": failure[0], "time": failure[0] * h}
+            md["failed"] = {"step": failure[0], "time": md.get("t0", 0.0) + failure[0] * h}
         if failure is None and not r.interrupted:
             monitors.post_run_checks(self._trajectory(nodes, r.arrays, n_nodes), method)
         traj = self._trajectory(nodes, r.arrays, n_nodes, finish=not r.interrupted)
@@ -448,7 +473,7 @@ class _Run:
         if failure is not None:
             raise failure_error(method, failure[0], h, failure[1], traj,
                                 f"{n_nodes} nodes up to t = {traj.t[-1]:.6g} are kept in .trajectory"
-                                + (f" (file {self.stream})" if self.stream else ""))
+                                + (f" (file {self.stream})" if self.stream else ""), t0=md.get("t0", 0.0))
         return traj
 
     def _nodes(self, prefix, nodes_done, resumed, layout):
@@ -457,7 +482,7 @@ class _Run:
             return stream_mod.MemoryNodes(prefix, layout=layout)
 
         def times(first, count):
-            return loop.node_times(self.h, self.n_steps, self.save_every, first + count, first)
+            return self.md.get("t0", 0.0) + loop.node_times(self.h, self.n_steps, self.save_every, first + count, first)
         if resumed:
             return stream_mod.StreamNodes(self.stream, times, nodes=nodes_done)
         return stream_mod.StreamNodes(self.stream, times, prefix=prefix, metadata=self.md)
@@ -467,7 +492,7 @@ class _Run:
         ``finish`` (True: complete or failed, renamed to its path; False: interrupted, kept as
         ``.partial``) closes first with the final metadata; None: the open file as it is."""
         if not nodes.streams:
-            return trajectory(loop.node_times(self.h, self.n_steps, self.save_every, n_nodes),
+            return trajectory(self.md.get("t0", 0.0) + loop.node_times(self.h, self.n_steps, self.save_every, n_nodes),
                               dict(arrays), self.md)
         if finish is None:
             return trajectory(nodes.file["t"], dict(arrays), self.md)

@@ -94,6 +94,13 @@ class Trajectory:
         a = self.extra.get("holonomic_residual")
         return 0.0 if a is None else max_abs(a)
 
+    @property
+    def events(self) -> list:
+        """The events of a run with ``events=[g, ...]`` (:mod:`dalembert.engine.dense`): one dict per
+        event function, ``{"name", "terminal", "t": [times], <state array>: [states]}`` (e.g. "q",
+        "v"); [] for a run without events. Kept in the metadata, so saved files carry them."""
+        return list(self.metadata.get("events", []))
+
     def plot(self):
         """A quick-look matplotlib Figure: the state against time, the relative energy error and
         the constraint residual (long runs are strided to at most 5000 points per curve).
