@@ -162,10 +162,19 @@ def _state_panel(ax, t, traj):
         if a is not None:
             a = np.asarray(a).reshape(len(traj.t), -1)
             s = _stride(len(t))
+            md = traj.metadata
+            coords, cunits = md.get("coordinate_names"), md.get("units")
+            per_s = "" if name == "q" else "/s"
             for k in range(min(a.shape[1], 6)):
-                ax.plot(t[::s], a[::s, k], lw=0.8, label=f"{name}[{k}]")
+                label = f"{name}[{k}]" if not coords or name not in ("q", "v") else (
+                    coords[k] if name == "q" else f"d{coords[k]}/dt")
+                if cunits and name in ("q", "v"):
+                    label += f" ({cunits[k]}{per_s})"
+                ax.plot(t[::s], a[::s, k], lw=0.8, label=label)
             units = {n.name: n.unit for n in kind.node_arrays} if kind is not None else {}
-            ax.set_ylabel(f"{name} ({units.get(name, 'system units')})")
+            unit = (", ".join(sorted(set(u + per_s for u in cunits))) if cunits and name in ("q", "v")
+                    else units.get(name, "system units"))
+            ax.set_ylabel(f"{name} ({unit})")
             ax.set_title(f"state {name} against time", fontsize=9)
             ax.legend(fontsize=7, ncol=2)
             return
@@ -189,7 +198,7 @@ def trajectory_figure(traj):
         axes[2].set_ylabel("max |constraint residual| (system units)")
         axes[2].set_title("constraint residual at the nodes", fontsize=9)
     for ax in axes:
-        ax.set_xlabel("t (system units)")
+        ax.set_xlabel("t (s)" if md.get("units") else "t (system units)")
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle(f"{md.get('system', '')} · {md.get('method', '')} · h = {md.get('h', float('nan')):g}", fontsize=10)
     polish(fig)

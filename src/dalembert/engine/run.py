@@ -119,10 +119,11 @@ def system_fingerprint(system, x0s) -> str | None:
 
 def run_metadata(system, method, h, n_steps, save_every, options, **extra) -> dict:
     """The metadata every run records."""
+    labels = {k: list(v) for k, v in getattr(system, "labels", {}).items() if v is not None}
     return {"system": system.name, "kind": kind_name(system),
             "method": method.name, "traits": method.traits.as_dict(), "h": h,
             "t_final": n_steps * h, "n_steps": n_steps, "save_every": save_every,
-            "options": dict(options), **extra,
+            "options": dict(options), **labels, **extra,
             "dalembert_version": __version__, "jax_version": jax.__version__}
 
 
@@ -228,7 +229,7 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
     md = run_metadata(system, method, h, n_steps, save_every, options,
                       **{name: x.tolist() for name, x in zip(names, x0s)})
     if t0:
-        md["t0"] = t0
+        md["t0"], md["t_final"] = t0, t0 + n_steps * h
     md.update(metadata or {})
     if not method.compiled:
         for name, given in (("checkpoint", checkpoint), ("stream", stream)):

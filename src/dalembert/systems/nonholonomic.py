@@ -97,6 +97,15 @@ def _indices(idx, name: str):
     return out
 
 
+def _strings(x, name: str):
+    """A tuple of str, or None (InputError for anything else)."""
+    if x is None:
+        return None
+    if isinstance(x, str) or not all(isinstance(s, str) for s in x):
+        raise InputError(f"{name} must be a sequence of strings, one per coordinate; got {x!r}")
+    return tuple(x)
+
+
 def _dependent(idx, n: int, count: int, name: str, what: str):
     """The complement of the independent indices ``idx`` in range(n), of size ``count``."""
     if idx is None:
@@ -206,6 +215,12 @@ class NonholonomicSystem(SystemKind):
         columns of Φ and of (Φ; μ) must be invertible there.
     name : str
         Used in messages, metadata and file names.
+    coordinate_names : sequence of n str, optional
+        Names of the coordinates (e.g. ``["x", "y", "θ"]``), used by plots, summaries and saved
+        files (``metadata["coordinate_names"]``); default ``q[0]``, ``q[1]``, ….
+    units : sequence of n str, optional
+        The coordinates' units (e.g. ``["m", "m", "rad"]``; velocities are these per second),
+        used the same way (``metadata["units"]``); default "system units".
 
     With configuration constraints, the velocity-level rows come first: ``constraint_matrix(q)``
     is (Φ(q); μ(q)) of shape (k + m, n), ``constraint_rhs(q)`` is (0; ν(q)), the node arrays
@@ -232,7 +247,8 @@ class NonholonomicSystem(SystemKind):
 
     def __init__(self, mass_matrix, potential=None, constraint_matrix=None,
                  constraint_rhs=None, name: str = "system", *, holonomic_constraints=None,
-                 holonomic_jacobian=None, independent_coordinates=None, independent_speeds=None):
+                 holonomic_jacobian=None, independent_coordinates=None, independent_speeds=None,
+                 coordinate_names=None, units=None):
         if constraint_matrix is None:
             raise InputError("NonholonomicSystem needs constraint_matrix=lambda q: ... (shape (m, n))")
         if callable(mass_matrix):
@@ -263,6 +279,8 @@ class NonholonomicSystem(SystemKind):
         self.independent = {"coordinates": _indices(independent_coordinates, "independent_coordinates"),
                             "speeds": _indices(independent_speeds, "independent_speeds")}
         self.name = str(name)
+        self.labels = {"coordinate_names": _strings(coordinate_names, "coordinate_names"),
+                       "units": _strings(units, "units")}
         self._constant_metric: bool | None = None if self._mass_const is None else True
 
     # --- repr / identity -----------------------------------------------------------------
@@ -650,6 +668,9 @@ class NonholonomicSystem(SystemKind):
         """
         q = _as_vector(q0, "q0")
         n = q.size
+        for key, value in self.labels.items():
+            if value is not None and len(value) != n:
+                raise InputError(f"{key} has {len(value)} entries but q0 has {n} coordinates; give one per coordinate")
         self._check_shapes(q)
         # (the compiled call takes the NumPy array: an eager jnp.asarray is a dispatch per array)
         G, V, mu, nu, dV, phi = (np.asarray(x) for x in self._evaluate_all(q))
