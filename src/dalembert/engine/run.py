@@ -69,9 +69,13 @@ def split_initial_state(system, kwargs: dict):
 def failure_error(method, step, h, cause, traj, kept: str, where: str = "", t0: float = 0.0) -> ConvergenceError:
     """The ConvergenceError of a failed step: which step and time, why (the cause code of
     :data:`dalembert.solvers.newton.CAUSES`) and what helps for that cause, what is kept."""
+    two_step = (" {0} is a two-step method, whose parasitic mode can turn a stable motion into a "
+                "failure at any h: the one-step self-adjoint methods (nh-rattle-sym, gni-midpoint-sym, "
+                "nh-rattle-4) do not have one.".format(method.name)
+                if getattr(method.traits, "two_step", False) else "")
     return ConvergenceError(
         f"{method.name}: {where}step {step} (t = {t0 + step * h:.6g} → {t0 + (step + 1) * h:.6g}) failed: "
-        f"{newton_mod.describe(cause)}. {kept}", step=step, time=t0 + step * h, trajectory=traj,
+        f"{newton_mod.describe(cause)}.{two_step} {kept}", step=step, time=t0 + step * h, trajectory=traj,
         cause=cause)
 
 
