@@ -308,7 +308,11 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
         md = ck["metadata"]
         if "model" not in md:
             raise click.UsageError(f"{ck['path']} is not a checkpoint of `dalembert run` (no model recorded)")
-        mdl = dl.models.get(md["model"], **md.get("parameters", {}))
+        if "model_ref" in md:           # a model of your own: load it again from its file or module
+            mdl = user_model(md["model_ref"], md.get("parameters", {}),
+                             [f"{k}={','.join(map(str, np.ravel(md[k])))}" for k in ("q0", "v0") if k in md])
+        else:
+            mdl = dl.models.get(md["model"], **md.get("parameters", {}))
         outdir = Path(resume_dir)
         _check_outputs(outdir, mdl, animate, animation_format, resuming=True)
         t0 = time.perf_counter()
@@ -330,10 +334,12 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
         return _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
     if model is None:
         raise click.UsageError("missing MODEL (`dalembert list` shows them), or --resume DIR")
-    spec = dl.models.spec(model)
-    mdl = dl.models.get(spec.name, **_parse_params(params))
+    mdl = _resolve_model(model, params, inits)
     init = _parse_inits(inits, mdl)
     method = _method_for(mdl, method_name)
+    user = ":" in model
+    if user and (h is None and math.isnan(mdl.default_h) or t_final is None and math.isnan(mdl.default_t_final)):
+        raise click.UsageError(f"MODEL {model} has no default step or final time: pass --h and --t-final")
     if save_every < 1:
         raise click.UsageError(f"--save-every must be ≥ 1; got {save_every}")
     if not (math.isfinite(checkpoint_every) and checkpoint_every >= 0):
@@ -351,7 +357,8 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
     t0 = time.perf_counter()
     traj = _interruptible(lambda: dl.integrate(
         mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
-        metadata={"model": mdl.name, "parameters": mdl.params}, checkpoint=outdir / "checkpoint.npz",
+        metadata={"model": mdl.name, "parameters": mdl.params, **({"model_ref": model} if user else {})},
+        checkpoint=outdir / "checkpoint.npz",
         checkpoint_every=checkpoint_every if checkpoint else math.inf,
         stream=outdir / "trajectory.h5" if stream else None, **state, **engine), outdir)
     _test_pause()
@@ -371,6 +378,78 @@ PARTIAL_STREAM = "trajectory.h5.partial"
 PLOT_NODES = 200_000
 
 
+def _resolve_model(ref: str, params, inits=()):
+    """MODEL of the command line: a built-in model's name, or a model of your own,
+    ``path/to/file.py:function`` or ``package.module:function`` — the function is called with the
+    ``--param`` values as keywords and returns a ``dl.models.Model`` (with its initial state and
+    defaults) or a system (then ``--init`` gives every initial-state array, and --h and --t-final
+    are required). Returns the Model."""
+    import dalembert as dl
+    values = _parse_params(params)
+    if ":" not in ref:
+        return dl.models.get(dl.models.spec(ref).name, **values)
+    return user_model(ref, values, inits)
+
+
+def user_model(ref: str, values: dict, inits=()):
+    """The Model of ``file.py:function`` / ``module:function`` (see :func:`_resolve_model`)."""
+    import importlib
+    import importlib.util
+
+    import dalembert as dl
+    from dalembert.models.base import Model
+    from dalembert.systems.kind import SystemKind
+    where, _, attr = ref.rpartition(":")
+    try:
+        if where.endswith(".py"):
+            path = Path(where)
+            if not path.is_file():
+                raise click.UsageError(f"MODEL {ref}: no file {where}")
+            spec = importlib.util.spec_from_file_location(f"dalembert_user_{path.stem}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+    except ImportError as exc:
+        raise click.UsageError(f"MODEL {ref}: cannot import {where} ({exc})") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise click.UsageError(f"MODEL {ref}: {where} has no function {attr!r}")
+    try:
+        made = fn(**values)
+    except TypeError as exc:
+        raise click.UsageError(f"MODEL {ref}: {attr}(**params) failed ({exc}); --param NAME=VALUE passes "
+                               f"keyword arguments") from None
+    if isinstance(made, Model):
+        made.params = dict(made.params or {}, **values)
+        return made
+    if not isinstance(made, SystemKind):
+        raise click.UsageError(f"MODEL {ref}: {attr}() must return a dl.models.Model or a system; got "
+                               f"{type(made).__name__}")
+    names = list(made.state_names)
+    state = {}
+    for it in inits:
+        k, _, v = (x.strip() for x in it.partition("="))
+        if k not in names:
+            raise click.UsageError(f"--init: unknown initial-state name {k!r}; valid: {', '.join(names)}")
+        try:
+            state[k] = np.array([float(x) for x in v.split(",") if x.strip()])
+        except ValueError:
+            raise click.UsageError(f"--init {k}: {v!r} is not a comma-separated list of numbers") from None
+    missing = [k for k in names if k not in state]
+    if missing:
+        raise click.UsageError(f"MODEL {ref} returns a system: give its initial state, "
+                               + " ".join(f"--init {k}=V1,V2,..." for k in missing))
+    first = state[names[0]]
+    # energy is a first integral of a (q, v) system with linear constraints (no turning table)
+    invariants = ({"energy": made.energy} if getattr(made, "is_affine", True) is False else {})
+    coords = getattr(made, "labels", {}).get("coordinate_names") or tuple(f"{names[0][:-1]}[{i}]" for i in range(first.size))
+    return Model(name=made.name, params=dict(values), system=made, q0=first, v0=state[names[1]] if len(names) > 1 else first,
+                 coordinates=tuple(coords), source=f"a model of your own ({ref})", initial_state=state,
+                 invariants=invariants,
+                 default_method="auto", default_h=math.nan, default_t_final=math.nan)
+
+
 def _method_for(mdl, name):
     """The method ``--method NAME`` names for a model (None or "auto": the model's default),
     refused with the methods that accept the model when it does not."""
@@ -378,8 +457,11 @@ def _method_for(mdl, name):
     from dalembert.errors import InputError, UnknownNameError, did_you_mean
     from dalembert.methods.kinds import methods_for, resolve
     from dalembert.systems.kind import kind_name
+    default = mdl.default_method
+    if default == "auto":
+        default = dl.recommend(mdl.system, mdl.state0()).method
     try:
-        method = dl.methods.get(mdl.default_method if name in (None, "auto") else name)
+        method = dl.methods.get(default if name in (None, "auto") else name)
     except UnknownNameError:
         fits = methods_for(mdl.system)
         raise UnknownNameError(f"--method: unknown method {name!r}{did_you_mean(name, fits)}; methods for "
@@ -585,17 +667,21 @@ def _print_summary(s, outdir):
 @click.option("--h", "hs", default="0.1,0.05,0.025,0.0125", show_default=True, help="Comma-separated step sizes.")
 @click.option("--t-final", "t_final", type=float, default=None, help="Final time (default: the model's).")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Model parameter.")
+@click.option("--init", "inits", multiple=True, metavar="NAME=V1,V2,...",
+              help="Initial state (a model of your own that returns a system needs it).")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Output directory (default runs/convergence-MODEL).")
-def convergence(model, methods_, hs, t_final, params, out):
+def convergence(model, methods_, hs, t_final, params, inits, out):
     """Errors against the exact/reference solution, fitted orders, a log-log PNG and a table."""
     import dalembert as dl
     from dalembert import plots
 
-    spec = dl.models.spec(model)
-    mdl = dl.models.get(spec.name, **_parse_params(params))
+    mdl = _resolve_model(model, params, inits)
+    if ":" in model and t_final is None and math.isnan(mdl.default_t_final):
+        raise click.UsageError(f"MODEL {model} has no default final time: pass --t-final")
     if methods_ is None:
-        methods_ = ",".join(mdl.convergence_methods)
+        methods_ = ",".join(mdl.convergence_methods if mdl.default_method != "auto"
+                            else (dl.recommend(mdl.system, mdl.state0()).method,))
     names = [m.strip() for m in methods_.split(",") if m.strip()]
     for name in names:
         dl.methods.get(name)  # unknown names fail before any work
@@ -604,7 +690,7 @@ def convergence(model, methods_, hs, t_final, params, out):
         raise click.UsageError("--h: step sizes must be > 0")
     if len(hlist) < 2:
         raise click.UsageError("--h: give at least two step sizes to fit an order")
-    res = dl.convergence(mdl, names, hlist, t_final=t_final)
+    res = dl.convergence(mdl, names, hlist, t_final=t_final, initial_state=_parse_inits(inits, mdl))
     outdir = Path(out) if out else Path("runs") / f"convergence-{mdl.name}"
     outdir.mkdir(parents=True, exist_ok=True)
     plots.convergence_figure(res, outdir / "convergence.png")

@@ -44,9 +44,16 @@ def _stride(n):
 # ---------------------------------------------------------------------------------------------
 
 def unit_system(model) -> str:
-    """"SI" when the model's parameters carry SI units (kg, m), else "dimensionless"."""
+    """"SI" when the model's parameters carry SI units (kg, m); "declared" for a model of your own
+    whose system gives its coordinates' units (``units=``); else "dimensionless"."""
+    from .errors import UnknownNameError
     from .models import spec
-    units = " ".join(p.unit for p in spec(model.name).parameters)
+    if (getattr(model.system, "labels", None) or {}).get("units"):
+        return "declared"
+    try:
+        units = " ".join(p.unit for p in spec(model.name).parameters)
+    except UnknownNameError:          # a model of your own without declared units
+        return "dimensionless"
     return "SI" if ("kg" in units or " m" in f" {units}") else "dimensionless"
 
 
@@ -56,7 +63,18 @@ _ANGLES = ("theta", "phi", "psi", "alpha", "angle", "θ", "φ", "ψ")
 def unit_of(model, quantity: str) -> str:
     """The unit of ``quantity`` of ``model`` ("" when dimensionless): "t", "energy", "velocity
     of <coordinate>", or a coordinate name (angles in rad, lengths in m)."""
-    if unit_system(model) != "SI":
+    system = unit_system(model)
+    if system == "declared":
+        units = model.system.labels["units"]
+        rate = quantity.startswith("velocity of ")
+        name = quantity.removeprefix("velocity of ")
+        if quantity == "t":
+            return "s"
+        if name in model.coordinates:
+            u = units[list(model.coordinates).index(name)]
+            return f"{u}/s" if rate else u
+        return ""
+    if system != "SI":
         return ""
     if quantity == "t":
         return "s"
