@@ -396,7 +396,6 @@ def user_model(ref: str, values: dict, inits=()):
     import importlib
     import importlib.util
 
-    import dalembert as dl
     from dalembert.models.base import Model
     from dalembert.systems.kind import SystemKind
     where, _, attr = ref.rpartition(":")
