@@ -415,3 +415,20 @@ def post_run_checks(traj, method) -> None:
                           stacklevel=4)  # post_run_checks ← _integrate_compiled ← integrate ← caller
     except Exception:  # noqa: BLE001 - a monitor never fails a run
         return
+
+
+def failure_note(traj, method) -> str:
+    """For a run of a two-step method that failed: :func:`post_run_checks` on the nodes computed
+    before the failure (so its :class:`ParasiticModeWarning` comes with the error), and a sentence
+    for the error's message when a growing sawtooth was found — the step where it crossed the
+    threshold and its onset, so that a failure it caused is not read as a step-size problem.
+    "" otherwise (never raises)."""
+    try:
+        post_run_checks(traj, method)
+        rep = traj.metadata.get("parasitic_mode")
+        if not rep:
+            return ""
+        return (f" A parasitic period-2 mode was growing before the failure (relative amplitude above "
+                f"{THRESHOLD:g} from step {rep['step']}, onset at step {rep['onset']}).")
+    except Exception:  # noqa: BLE001 - a monitor never fails a run
+        return ""

@@ -476,7 +476,9 @@ class _Run:
                 f"(t = {traj.t[-1]:.6g}); {n_nodes} nodes are kept in .trajectory{where}",
                 trajectory=traj, checkpoint=r.checkpoint, signal_name=r.interrupted, step=steps_done)
         if failure is not None:
+            note = monitors.failure_note(traj, method)
             raise failure_error(method, failure[0], h, failure[1], traj,
+                                note.strip() + (" " if note else "") +
                                 f"{n_nodes} nodes up to t = {traj.t[-1]:.6g} are kept in .trajectory"
                                 + (f" (file {self.stream})" if self.stream else ""), t0=md.get("t0", 0.0))
         return traj
