@@ -83,6 +83,9 @@ def bind(system, method, state0, options: dict) -> Bound:
     elif on_parasitic == "stop":
         raise InputError(f"on_parasitic='stop': {method.name} has no parasitic-mode monitor (only the "
                          f"two-step methods have one: {', '.join(monitors.monitored_methods())})")
+    if getattr(target, "has_force", False):
+        from .forcing import with_clock
+        scheme = with_clock(scheme, target, engine.get("t0", 0.0))
     if every:
         scheme = loop.with_checks(scheme, target, every)
     if method.traits.implicit and not method.traits.explicit_when:
@@ -109,7 +112,7 @@ def check_options(method, system, options: dict) -> None:
 #: :func:`~dalembert.engine.loop.with_checks`) and ``on_parasitic`` ("warn", the default, or
 #: "stop": fail the step at which the period-2 statistic of a two-step method exceeds
 #: :data:`~dalembert.monitors.THRESHOLD`).
-ENGINE_OPTIONS = ("check_every", "on_parasitic")
+ENGINE_OPTIONS = ("check_every", "on_parasitic", "t0")
 
 
 def _engine_options(engine: dict):

@@ -143,7 +143,7 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
               progress: bool | None = None, chunk_steps: int = loop.CHUNK_STEPS,
               metadata: dict | None = None, checkpoint=None,
               checkpoint_every: float = CHECKPOINT_EVERY, stream=None, save_at=None, events=None,
-              **kwargs) -> Trajectory:
+              controls=None, **kwargs) -> Trajectory:
     """Integrate a nonholonomic system with a structure-preserving method.
 
     Parameters
@@ -213,6 +213,15 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
     t0 = _finite(t0, "t0")
     if _finite(t_final, "t_final") <= t0:
         raise InputError(f"t_final ({float(t_final):g}) must be after t0 ({t0:g}): the run goes from t0 to t_final")
+    if controls is not None:
+        if not hasattr(system, "with_controls"):
+            raise InputError(f"controls: {getattr(system, 'name', 'this system')!r} takes no controls")
+        system = system.with_controls(controls, h=_positive_finite(h, "h"), t0=t0)
+        if not callable(controls):
+            n_expected = loop.step_count(float(h), float(t_final) - t0, 1)
+            if np.shape(controls)[0] != n_expected:
+                raise InputError(f"controls has {np.shape(controls)[0]} rows; the run has {n_expected} steps "
+                                 f"((t_final − t0)/h): give one row per step")
     if save_at is not None or events:
         from .dense import integrate_dense
         return integrate_dense(system, method, h=h, t_final=t_final, t0=t0, save_every=save_every,
@@ -226,8 +235,13 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
         resolve(system, method)                   # incompatible kinds: refused before any work
     names, state_in = split_initial_state(system, kwargs)
     options = kwargs
+    if getattr(system, "has_force", False) and method not in AUTO and method.compiled:
+        options = dict(options, t0=t0)            # the engine's clock starts there
     x0s = tuple(np.asarray(x, np.float64) for x in system.check_initial_state(*state_in, project=project))
-    method = choose(system, method, x0s)          # "auto": the rule of dl.recommend
+    if method in AUTO:
+        method = choose(system, method, x0s)      # "auto": the rule of dl.recommend
+        if getattr(system, "has_force", False) and method.compiled:
+            options = dict(options, t0=t0)
     resolve(system, method, x0s)                  # features the method does not take: before tracing
     n_steps = loop.step_count(h, duration, save_every)
     md = run_metadata(system, method, h, n_steps, save_every, options,
@@ -362,11 +376,10 @@ def _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, optio
     # multipliers, diagnostics), as the compiled engine checks its node arrays
     loop.check_memory(full + (2 if rem else 1), 8 * (1 + 2 * sum(int(np.size(x)) for x in x0s)),
                       what=f"{method.name} run")
-    t = loop.node_times(h, n_steps, save_every, n_steps // save_every + 2)
+    t = md.get("t0", 0.0) + loop.node_times(h, n_steps, save_every, n_steps // save_every + 2)
     start = time.perf_counter()
     arrays, info = method.solve(target, *x0s, t, **options)
     wall = time.perf_counter() - start
-    t = t + md.get("t0", 0.0)
     md.update(info)
     md.update({"wall_time_s": wall, "steps_per_second": None, "node_velocity": method.traits.node_velocity})
     obs = {k: jnp.asarray(a) for k, a in arrays.items()}

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 from jax import lax
 
+from .. import clock
 from ..errors import InputError
 from .base import Method, Scheme, StepInfo, get
 
@@ -47,13 +48,17 @@ class Composition(Method):
         built = [(m.build(system, q0, **options), float(c)) for m, c in self.stages]
         h_obs = built[-1][1] if self.observe_last else 0.5 * (built[0][1] + built[-1][1])
 
+        timed = getattr(system, "has_force", False)     # the clock moves on between the stages
         if len({id(m) for m, _ in self.stages}) == 1 and len(built) > 2:
-            step = _scanned_step(built[0][0], jnp.asarray([c for _, c in built]))
+            step = _scanned_step(built[0][0], jnp.asarray([c for _, c in built]), timed)
         else:
             def step(state, h):
                 converged, iterations = jnp.array(True), jnp.array(0, jnp.int32)
+                offset = 0.0
                 for scheme, c in built:
-                    state, info = scheme.step(state, c * h)
+                    with clock.shifted(offset if timed else 0.0):
+                        state, info = scheme.step(state, c * h)
+                    offset = offset + c * h
                     converged = converged & info.converged
                     iterations = iterations + info.iterations
                 return state, StepInfo(converged, iterations)
@@ -63,17 +68,27 @@ class Composition(Method):
         return Scheme(first.init, step, lambda state, h: shown.observe(state, h_obs * h))
 
 
-def _scanned_step(scheme, gammas):
+def _scanned_step(scheme, gammas, timed=False):
     """The stages of one method as a ``lax.scan`` over the fractions γ_i: the step is compiled
-    once, not once per stage (a 17-stage composition compiles as fast as its base)."""
+    once, not once per stage (a 17-stage composition compiles as fast as its base). ``timed``:
+    each stage runs on the clock moved on by the fractions before it (:mod:`dalembert.clock`)."""
+    starts = jnp.concatenate([jnp.zeros(1), jnp.cumsum(gammas)[:-1]])
+
     def step(state, h):
-        def stage(carry, c):
+        t, k = clock.now()
+
+        def stage(carry, cs):
             state, converged, iterations = carry
-            state, info = scheme.step(state, c * h)
+            c, start = cs
+            if timed:
+                with clock.at(t + start * h, k):
+                    state, info = scheme.step(state, c * h)
+            else:
+                state, info = scheme.step(state, c * h)
             return (state, converged & info.converged, iterations + info.iterations), None
 
         (state, converged, iterations), _ = lax.scan(
-            stage, (state, jnp.array(True), jnp.array(0, jnp.int32)), gammas)
+            stage, (state, jnp.array(True), jnp.array(0, jnp.int32)), (gammas, starts))
         return state, StepInfo(converged, iterations)
     return step
 

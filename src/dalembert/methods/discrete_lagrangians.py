@@ -92,3 +92,28 @@ def resolve(discrete_lagrangian, system):
         return discrete_lagrangian, None
     raise InputError(f"discrete_lagrangian must be a DiscreteLagrangian or a callable L_d(q0, q1, h); "
                      f"got {type(discrete_lagrangian).__name__}")
+
+
+def discrete_forces(discrete_lagrangian, system):
+    """``fd(q0, q1, h) -> (f_d⁻, f_d⁺)``, each (n,): the discrete forces of the forced discrete
+    Lagrange–d'Alembert principle (Marsden–West, Acta Numerica 2001, §3.2), with which the
+    momenta of a step are p_k = −D1 L_d − f_d⁻ and p_{k+1} = D2 L_d + f_d⁺.
+
+    The quadrature follows the rule's potential: with its weight a at the left node (Euler A: 1,
+    Störmer–Verlet: ½, Euler B: 0) f_d⁻ = a h f(q0, Δq/h, t_k), f_d⁺ = (1 − a) h f(q1, Δq/h, t_{k+1});
+    for the midpoint rule and a user's L_d, f_d⁻ = f_d⁺ = (h/2) f(q̄, Δq/h, t_k + h/2). Both are
+    self-adjoint for the symmetric rules (f_d⁻(q1, q0, −h) = −f_d⁺(q0, q1, h)), so that the
+    symmetric compositions keep their orders. The times are offsets on the engine's clock
+    (:mod:`dalembert.clock`)."""
+    a = discrete_lagrangian.potential_weight if isinstance(discrete_lagrangian, DiscreteLagrangian) else None
+
+    def fd(q0, q1, h):
+        v = (q1 - q0) / h
+        if a is None:
+            half = 0.5 * h * system.force(0.5 * (q0 + q1), v, 0.5 * h)
+            return half, half
+        zero = jnp.zeros_like(q0)
+        fm = a * h * system.force(q0, v, 0.0) if a != 0.0 else zero
+        fp = (1.0 - a) * h * system.force(q1, v, h) if a != 1.0 else zero
+        return fm, fp
+    return fd

@@ -50,7 +50,8 @@ def dla_variant(name: str, discrete_constraint, discrete_lagrangian=None, order:
         preserves=(Claim(Invariant.DISCRETE_CONSTRAINT,
                          f"discrete constraint {getattr(discrete_constraint, '__name__', 'ω_d')} = 0",
                          discrete_constraint=discrete_constraint), _HOLONOMIC),
-        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS,
+                 Feature.FORCES, Feature.CONTROLS, Feature.EXPLICIT_TIME},
         node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
         source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 (2008) "
                "§5, Example 3 (the \"bad\" discrete constraint)", family="dla",
@@ -81,6 +82,8 @@ class DLA(Method):
         # configuration constraints (Marsden–West 2001 §3.5): φ(q_{k+1}) = 0 with Φ(q_k)ᵀΛ_k in the
         # momentum equation — the first k rows of constraint_matrix and of the unknown multiplier
         phi = system.holonomic          # shape (0,) without them
+        # a force: the forced DLA (Marsden–West 2001 §3.2), D1 L_d + f_d⁻ + p = μᵀλ, p' = D2 L_d + f_d⁺
+        fd = dls.discrete_forces(self.discrete_lagrangian, system)
 
         def step(state, h):
             q, p, g = state.q, state.p, state.g
@@ -89,7 +92,8 @@ class DLA(Method):
 
             def F(z):
                 x, lam = z[:n], z[n:]
-                return jnp.concatenate([D1(q, x, h) + p - linalg.vm(lam, mu), phi(x), omega(q, x, h)])
+                return jnp.concatenate([D1(q, x, h) + fd(q, x, h)[0] + p - linalg.vm(lam, mu), phi(x),
+                                        omega(q, x, h)])
 
             f = factor_fn(q)
             s, _ = reflection_coefficients(system, q, p, f)
@@ -99,7 +103,7 @@ class DLA(Method):
             res = newton(F, jnp.concatenate([x0, jnp.zeros(m)]), jacobian=jax.jacrev(F), rtol=rtol,
                          max_iter=max_iter)
             x = res.x[:n]
-            return GNIState(x, D2(q, x, h), g), StepInfo(res.converged, res.iterations)
+            return GNIState(x, D2(q, x, h) + fd(q, x, h)[1], g), StepInfo(res.converged, res.iterations)
 
         def observe(state, h):
             f = factor_fn(state.q)
@@ -116,7 +120,8 @@ MIDPOINT = DLA(name="dla-midpoint",
         order=2, symmetric=True, implicit=True,
         preserves=(Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint μ(q̄)(q_{k+1}−q_k)/h = ν(q̄)",
                          discrete_constraint=midpoint_constraint), _HOLONOMIC),
-        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS,
+                 Feature.FORCES, Feature.CONTROLS, Feature.EXPLICIT_TIME},
         node_velocity="G⁻¹(P*p⁺_k + Q*Π): the node momentum D2 L_d(q_{k−1}, q_k) projected",
         source="Cortés–Martínez 2001 as in Ferraro–Iglesias–Martín de Diego, Nonlinearity 21 "
                "(2008) §5 (midpoint L_d and midpoint discrete constraint)",

@@ -147,8 +147,17 @@ def startup_init(system, startup: str = "consistent"):
         p0 = system.momentum(q0, v0)
         if startup == "consistent":
             p0 = p0 - 0.5 * h * linalg.vm(system.multiplier(q0, v0), system.constraint_matrix(q0))
-        return GNIState(q0, p0, system.grad_potential(q0))
+        return GNIState(q0, p0, net_gradient(system, q0, 0.0))
     return init
+
+
+def net_gradient(system, q, dt):
+    """∇V(q) − f(q, t + dt): the potential's gradient less a force that does not depend on v
+    (what the explicit kicks use; ∇V without a force). Shape (n,)."""
+    g = system.grad_potential(q)
+    if getattr(system, "has_force", False):
+        g = g - system.force(q, jnp.zeros_like(q), dt)
+    return g
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,8 +197,11 @@ class GNI(Method):
             _check_complement(system, complement, q0)
             coeff = complement_coefficients(system, complement)
         init = startup_init(system, startup)
-        if system.has_holonomic:
-            step = _shake_step(system, factor_fn, L_d, a if explicit else None, rtol, max_iter)
+        fd = dls.discrete_forces(self.discrete_lagrangian, system)
+        if system.has_force and system.force_depends_on_velocity(q0, jnp.zeros_like(q0)):
+            explicit = False                  # f(q, v) makes the drift implicit
+        if system.has_holonomic or (system.has_force and not explicit):
+            step = _shake_step(system, factor_fn, L_d, a if explicit else None, rtol, max_iter, fd)
         elif explicit:
             step = _explicit_step(system, factor_fn, a, coeff)
             if compensated:
@@ -230,13 +242,13 @@ def _explicit_step(system, factor_fn, a, coefficients=reflection_coefficients):
         s, mu = coefficients(system, q, p, f)
         d1 = -2.0 * linalg.vm(s, mu) - a * h * g
         q1, cq = compensated_add(q, h * f.solve(p + d1), cq)
-        g1 = system.grad_potential(q1)
+        g1 = net_gradient(system, q1, h)
         p1, cp = compensated_add(p, d1 - (1.0 - a) * h * g1, cp)
         return GNIState(q1, p1, g1, None if c is None else (cq, cp)), explicit_info()
     return step
 
 
-def _shake_step(system, factor_fn, L_d, a, rtol, max_iter):
+def _shake_step(system, factor_fn, L_d, a, rtol, max_iter, fd):
     """With configuration constraints φ(q) = 0 (k rows; ``constraint_matrix`` is (Φ; μ), so the
     reflection acts on both and the averaged momentum satisfies Φ(q_k)v_k = 0 and μ(q_k)v_k = ν):
     reflect, then SHAKE — solve −D1 L_d(q_k, q_{k+1}, h) = p⁻_k − Φ(q_k)ᵀΛ, φ(q_{k+1}) = 0 for
@@ -245,7 +257,12 @@ def _shake_step(system, factor_fn, L_d, a, rtol, max_iter):
     beside the GNI's nonholonomic reflection. ``a`` (constant G and an L_d with a potential weight:
     the drift is explicit) makes the unknowns the k impulses Λ only; otherwise Newton on
     (q_{k+1}, Λ), n + k unknowns. The reported multiplier stays −(2/h)s of the reflection of p⁺_k
-    (both kinds of rows: p⁺_k = D2 L_d carries the half-step impulse of each)."""
+    (both kinds of rows: p⁺_k = D2 L_d carries the half-step impulse of each).
+
+    With a force, the discrete forces ``fd`` enter as in the forced discrete Lagrange–d'Alembert
+    principle: −D1 L_d − f_d⁻ = p⁻_k − ΦᵀΛ, p⁺_{k+1} = D2 L_d + f_d⁺ (Marsden–West 2001, §3.2;
+    ``a`` given only for a force that does not depend on v: the kick then uses ∇V − f).
+    Without configuration constraints (k = 0) this is the forced GNI step (Newton on q_{k+1})."""
     D1 = jax.grad(L_d, argnums=0)
     D2 = jax.grad(L_d, argnums=1)
 
@@ -263,18 +280,18 @@ def _shake_step(system, factor_fn, L_d, a, rtol, max_iter):
 
             res = newton(lambda Lam: system.holonomic(drift(Lam)), jnp.zeros(k), rtol=rtol, max_iter=max_iter)
             x = drift(res.x)
-            g1 = system.grad_potential(x)
+            g1 = net_gradient(system, x, h)
             p1 = base - linalg.vm(res.x, Phi) - (1.0 - a) * h * g1
             return GNIState(x, p1, g1), StepInfo.of(res)
         n = q.shape[0]
 
         def F(u):
             x, Lam = u[:n], u[n:]
-            return jnp.concatenate([-D1(q, x, h) - pm + linalg.vm(Lam, Phi), system.holonomic(x)])
+            return jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - pm + linalg.vm(Lam, Phi), system.holonomic(x)])
 
         res = newton(F, jnp.concatenate([q + h * f.solve(pm), jnp.zeros(k)]), rtol=rtol, max_iter=max_iter)
         x = res.x[:n]
-        return GNIState(x, D2(q, x, h), g), StepInfo.of(res)
+        return GNIState(x, D2(q, x, h) + fd(q, x, h)[1], g), StepInfo.of(res)
     return step
 
 
@@ -352,7 +369,8 @@ def _gni_traits(order, symmetric, source, explicit_when):
                    Claim(Invariant.MOMENTUM_MAP,
                          "nonholonomic momentum of horizontal symmetries (G-invariant L_d)"),
                    holonomic_claim("configuration constraint φ(q_k) = 0 (SHAKE)")),
-        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS,
+                 Feature.FORCES, Feature.CONTROLS, Feature.EXPLICIT_TIME},
         two_step=True,
         node_velocity="G⁻¹ p̄_k, p̄_k = (p⁺_k + p⁻_k)/2 = P*p⁺_k + Q*Π (the averaged momentum)",
         source=source, family="gni", integrates=("nonholonomic",))

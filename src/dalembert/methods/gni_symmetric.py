@@ -46,6 +46,7 @@ from .. import linalg
 from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
+from .gni import net_gradient
 from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, holonomic_claim,
                    multiplier_init, multiplier_observe, with_compensation)
 
@@ -65,12 +66,12 @@ def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
         cq0, cp0 = (None, None) if c is None else c
         f = factor_fn(q)
         mu0 = system.constraint_matrix(q)
-        g0 = a * h * system.grad_potential(q)
+        g0 = a * h * net_gradient(system, q, 0.0)
 
         def advance(ell):
             d1 = -g0 - linalg.vm(ell, mu0)
             q1, cq = compensated_add(q, h * f.solve(p + d1), cq0)
-            dp = d1 - (1.0 - a) * h * system.grad_potential(q1) - linalg.vm(ell, system.constraint_matrix(q1))
+            dp = d1 - (1.0 - a) * h * net_gradient(system, q1, h) - linalg.vm(ell, system.constraint_matrix(q1))
             p1, cp = compensated_add(p, dp, cp0)
             return q1, p1, cq, cp
 
@@ -82,7 +83,7 @@ def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
     return step
 
 
-def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter):
+def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
     """With configuration constraints φ(q) = 0 (k rows; ``constraint_matrix`` is (Φ; μ)): RATTLE for
     φ beside the one-impulse form for μ — the left node's impulse is (Λ_k, ℓ), the right node's
     (Λ'_k, ℓ), with φ(q_{k+1}) = 0 and (Φ; μ)(q_{k+1}) G⁻¹p_{k+1} = (0; ν): Newton on
@@ -103,11 +104,11 @@ def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter):
             return jnp.concatenate([Lam, ell[k:]])
 
         def p_next(x, ell):
-            return D2(q, x, h) - linalg.vm(ell, system.constraint_matrix(x))
+            return D2(q, x, h) + fd(q, x, h)[1] - linalg.vm(ell, system.constraint_matrix(x))
 
         def F(u):
             x, ell, Lam = u[:n], u[n:n + r], u[n + r:]
-            return jnp.concatenate([-D1(q, x, h) - p + linalg.vm(left(ell, Lam), M0),
+            return jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(left(ell, Lam), M0),
                                     _constraint(system, factor_fn(x), x, p_next(x, ell)),
                                     system.holonomic(x)])
 
@@ -120,8 +121,9 @@ def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter):
     return step
 
 
-def _newton_step(system, factor_fn, L_d, rtol, max_iter):
-    """Any G(q) and L_d: Newton on (q_{k+1}, ℓ)."""
+def _newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
+    """Any G(q) and L_d: Newton on (q_{k+1}, ℓ); ``fd`` the discrete forces
+    (:func:`~dalembert.methods.discrete_lagrangians.discrete_forces`)."""
     D1 = jax.grad(L_d, argnums=0)
     D2 = jax.grad(L_d, argnums=1)
 
@@ -131,11 +133,11 @@ def _newton_step(system, factor_fn, L_d, rtol, max_iter):
         mu0 = system.constraint_matrix(q)
 
         def p_next(x, ell):
-            return D2(q, x, h) - linalg.vm(ell, system.constraint_matrix(x))
+            return D2(q, x, h) + fd(q, x, h)[1] - linalg.vm(ell, system.constraint_matrix(x))
 
         def F(u):
             x, ell = u[:n], u[n:]
-            return jnp.concatenate([-D1(q, x, h) - p + linalg.vm(ell, mu0),
+            return jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(ell, mu0),
                                     _constraint(system, factor_fn(x), x, p_next(x, ell))])
 
         ell0 = -0.5 * h * lam
@@ -163,16 +165,18 @@ class SymmetricGNI(Method):
     def build(self, system, q0, *, fast_path: bool = True, rtol: float = RTOL,
               max_iter: int = MAX_ITER, simplified: bool = True, compensated: bool = True) -> Scheme:
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
+        fd = dls.discrete_forces(self.discrete_lagrangian, system)
         factor_fn = system.factor_metric
         init = multiplier_init(system)
+        velocity_force = system.has_force and system.force_depends_on_velocity(q0, jnp.zeros_like(q0))
         if system.has_holonomic:
-            step = _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter)
-        elif fast_path and a is not None and system.constant_metric(q0):
+            step = _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd)
+        elif fast_path and a is not None and system.constant_metric(q0) and not velocity_force:
             step = _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified)
             if compensated:
                 init = with_compensation(init)
         else:
-            step = _newton_step(system, factor_fn, L_d, rtol, max_iter)
+            step = _newton_step(system, factor_fn, L_d, rtol, max_iter, fd)
         return Scheme(init, step, multiplier_observe(factor_fn))
 
 
@@ -185,7 +189,8 @@ def _traits(source, explicit_when=""):
         order=2, symmetric=True, implicit=True, explicit_when=explicit_when,
         preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = ν(q_k)"),
                    holonomic_claim("configuration constraint φ(q_k) = 0 (RATTLE)")),
-        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
+        accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS,
+                 Feature.FORCES, Feature.CONTROLS, Feature.EXPLICIT_TIME},
         node_velocity="v_k = G⁻¹p_k (on the constraint)", source=source,
         family="gni-symmetric", integrates=("nonholonomic",))
 

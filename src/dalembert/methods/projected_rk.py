@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .. import linalg
+from .. import clock, linalg
 from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from .base import Method, Scheme, StepInfo, Traits, compensated_add, explicit_info, holonomic_claim
@@ -121,18 +121,18 @@ def project(system, q, v):
     return v - linalg.mv(Gmu, linalg.solve_spd(C, r))
 
 
-def rk_increment(f, y, h, tableau):
+def rk_increment(f, y, h, tableau, timed: bool = False):
     """h Σ b_i k_i of one explicit Runge–Kutta step of ``f`` from ``y``, the stages as a
     ``lax.scan`` (the right-hand side is compiled once, not once per stage: a fraction of the
     compile time, docs/benchmarks.md, "Measurements behind the code") with the stage sums written
     elementwise (a dot in the loop body keeps XLA:CPU from compiling the loop into one kernel,
-    engine.xla)."""
-    A, b, _ = tableau
+    engine.xla). ``timed``: ``f(y, dt)`` is called with the stage's time offset c_i·h."""
+    A, b, c = tableau
     s = len(b)
 
     def stage(K, i):
         yi = y + h * jnp.sum(jnp.asarray(A)[i][:, None] * K, axis=0)
-        return K.at[i].set(f(yi)), None
+        return K.at[i].set(f(yi, h * jnp.asarray(c)[i]) if timed else f(yi)), None
 
     K, _ = lax.scan(stage, jnp.zeros((s,) + y.shape, y.dtype), jnp.arange(s))
     return h * jnp.sum(jnp.asarray(b)[:, None] * K, axis=0)
@@ -154,9 +154,12 @@ class ProjectedRK(Method):
         tab = TABLEAUS[tableau]()
         n = int(np.shape(q0)[0])
 
-        def f(y):
+        timed = system.has_force
+
+        def f(y, dt=0.0):
             q, v = y[:n], y[n:]
-            return jnp.concatenate([v, system.acceleration(q, v)])
+            with clock.shifted(dt):          # a force at the stage's time (no-op without one)
+                return jnp.concatenate([v, system.acceleration(q, v)])
 
         def init(q0, v0, h=None):
             q0, v0 = jnp.asarray(q0), jnp.asarray(v0)
@@ -164,7 +167,7 @@ class ProjectedRK(Method):
 
 
         def step(state, h):
-            dy = rk_increment(f, jnp.concatenate([state.q, state.v]), h, tab)
+            dy = rk_increment(f, jnp.concatenate([state.q, state.v]), h, tab, timed)
             q1, c = compensated_add(state.q, dy[:n], state.c)
             info = explicit_info()
             if system.has_holonomic:        # q onto φ = 0 first (SHAKE's correction in the kinetic metric)
@@ -187,7 +190,8 @@ METHODS = (
             order=8, symmetric=False, implicit=False,
             preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) v_k = ν(q_k)"),
                        holonomic_claim("configuration constraint φ(q_k) = 0 (projection)")),
-            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
+            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS,
+                     Feature.FORCES, Feature.CONTROLS, Feature.EXPLICIT_TIME},
             node_velocity="v_k, projected onto the constraint in the kinetic metric",
             source="Prince–Dormand RK8(7)13M (J. Comput. Appl. Math. 7, 1981) or DOP853 "
                    "(Hairer–Nørsett–Wanner, Solving ODEs I, §II.10) on the index-1 form, "

@@ -52,7 +52,8 @@ METHODS = (
             source="index-1 Lagrange–d'Alembert ODE, SciPy DOP853, rtol = atol = 1e-13",
             family="reference", integrates=("nonholonomic", "reduced", "lie-nonholonomic"),
             accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.ATTITUDE_POTENTIAL,
-                     Feature.RIGHT_TRIVIALISED, Feature.GROUP_NOT_SO3, Feature.HOLONOMIC_CONSTRAINTS}),
+                     Feature.RIGHT_TRIVIALISED, Feature.GROUP_NOT_SO3, Feature.HOLONOMIC_CONSTRAINTS,
+                     Feature.FORCES, Feature.CONTROLS, Feature.EXPLICIT_TIME}),
         description="Ground truth: the kind's index-1 ODE integrated by DOP853 at rtol = atol = 1e-13.",
         compiled=False),
 )

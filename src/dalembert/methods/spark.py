@@ -90,9 +90,13 @@ class Spark(Method):
             """The size of the terms of φ(Q_i): |Φ(Q_i)| |Q_i| (the round-off floor of its rows)."""
             return linalg.mv(jnp.abs(system.holonomic_jacobian(Qi)), jnp.abs(Qi)) + jnp.abs(system.holonomic(Qi))
 
-        def force(q, v, lam):
-            """∂L/∂q + μᵀΛ with ∂L/∂q = ½ vᵀ(∂G/∂q)v − ∇V."""
+        a_np_c = lobatto_iiia(s)[2]
+
+        def force(q, v, lam, dt):
+            """∂L/∂q + μᵀΛ (+ the non-conservative force at t_k + dt) with ∂L/∂q = ½ vᵀ(∂G/∂q)v − ∇V."""
             f = -system.grad_potential(q) + linalg.vm(lam, system.constraint_matrix(q))
+            if system.has_force:
+                f = f + system.force(q, v, dt)
             if constant:
                 return f
             return f + jax.grad(lambda x: 0.5 * jnp.sum(v * linalg.mv(system.mass_matrix(x), v)))(q)
@@ -109,7 +113,7 @@ class Spark(Method):
             def stages(u):
                 V, Lam = unpack(u)
                 Q = q + h * linalg.mm(a, V)
-                Fs = jax.vmap(force)(Q, V, Lam)
+                Fs = jax.vmap(force)(Q, V, Lam, h * jnp.asarray(a_np_c))      # stage i at t_k + c_i h
                 return V, Q, Fs
 
             def constraint_terms(Qi, Vi):
@@ -150,11 +154,11 @@ class Spark(Method):
 class SparkLobatto2(Method):
     """``spark-lobatto2``, the 2-stage Lobatto IIIA–B SPARK written out by hand for a constant G and
     linear constraints (a "nonholonomic RATTLE", one of the comparison methods of Celledoni et al.
-    2019; its equations: :mod:`dalembert.methods.comparison`). With configuration constraints it is
-    the general :class:`Spark` with s = 2 (RATTLE for φ). Build options: rtol, max_iter."""
+    2019; its equations: :mod:`dalembert.methods.comparison`). With configuration constraints or a
+    force it is the general :class:`Spark` with s = 2 (RATTLE for φ). Build options: rtol, max_iter."""
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
-        if system.has_holonomic:
+        if system.has_holonomic or system.has_force:
             return Spark(name=self.name, traits=self.traits, stages=2).build(system, q0, rtol=rtol,
                                                                                max_iter=max_iter)
         factor_fn = system.factor_metric
@@ -190,7 +194,7 @@ SPARK_LOBATTO2 = SparkLobatto2(
         order=2, symmetric=True, implicit=True,
         preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = 0"),
                    holonomic_claim("configuration constraint φ(q_k) = 0 (the general 2-stage SPARK)")),
-        accepts={Feature.HOLONOMIC_CONSTRAINTS},
+        accepts={Feature.HOLONOMIC_CONSTRAINTS, Feature.FORCES, Feature.CONTROLS, Feature.EXPLICIT_TIME},
         node_velocity="v_k = G⁻¹p_k (on the constraint)",
         source=f"{_CELLEDONI}; Jay 2003 (BIT 43:93) 2-stage Lobatto IIIA–B SPARK; constant G, "
                "linear constraints",
@@ -206,7 +210,8 @@ def _spark(s: int) -> Spark:
             order=2 * s - 2, symmetric=True, implicit=True,
             preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint μ(q_k) G⁻¹p_k = ν(q_k)"),
                        holonomic_claim("configuration constraint φ(q_k) = 0 (at every stage)")),
-            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
+            accepts={Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS,
+                     Feature.FORCES, Feature.CONTROLS, Feature.EXPLICIT_TIME},
             node_velocity="v_k = G⁻¹p_k (on the constraint)",
             source=("L. O. Jay, BIT 43 (2003) 93–106 (SPARK, Lobatto IIIA–IIIB, mean stage constraint); "
                     "Jay, Lagrange–d'Alembert SPARK integrators for nonholonomic Lagrangian systems (2009)"),

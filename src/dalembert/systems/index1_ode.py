@@ -13,16 +13,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import clock
 from .._cache import cached
 from ..errors import ConvergenceError
 
 
 def _rhs(system, n):
-    """The compiled right-hand side y = (q, v) -> (v, a(q, v)), shape (2n,)."""
+    """The compiled right-hand side (t, y = (q, v)) -> (v, a(q, v, t)), shape (2n,): a system with a
+    force is evaluated on the clock at t (:mod:`dalembert.clock`; the step index of a control
+    array from :meth:`~dalembert.NonholonomicSystem.step_index`)."""
     def make():
-        def f(y):
+        def f(t, y):
             q, v = y[:n], y[n:]
-            return jnp.concatenate([v, system.acceleration(q, v)])
+            with clock.at(t, system.step_index(t) if getattr(system, "has_force", False) else 0):
+                return jnp.concatenate([v, system.acceleration(q, v)])
         return jax.jit(f)
     return cached(system, ("index-1 rhs", n), make)
 
@@ -53,7 +57,7 @@ def reference_solution(system, q0, v0, t, *, rtol: float = 1e-13, atol: float = 
     rhs = _rhs(system, n)
     t = np.asarray(t, np.float64)
     y0 = np.concatenate([q0, np.asarray(v0, np.float64)])
-    sol = solve_ivp(lambda _t, y: np.asarray(rhs(y)), (t[0], t[-1]), y0, method=method,
+    sol = solve_ivp(lambda tau, y: np.asarray(rhs(tau, y)), (t[0], t[-1]), y0, method=method,
                     t_eval=t, rtol=rtol, atol=atol)
     if not sol.success:
         raise ConvergenceError(f"reference ODE solver failed: {sol.message}", step=-1,

@@ -97,6 +97,24 @@ def _indices(idx, name: str):
     return out
 
 
+def _positional_count(fn) -> int:
+    """How many positional arguments ``fn`` takes (4 for an unintrospectable callable with *args)."""
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 3
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return 4
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
+
+
+def _no_controls(t):
+    """The placeholder of a controlled force without controls: refused when evaluated."""
+    raise InputError("force(q, v, t, u) takes a control but none is given: pass controls=U (an (N, c) "
+                     "array, one row per step, or a callable t -> (c,)) to the system, dl.integrate or dl.solve")
+
+
 def _strings(x, name: str):
     """A tuple of str, or None (InputError for anything else)."""
     if x is None:
@@ -215,6 +233,18 @@ class NonholonomicSystem(SystemKind):
         columns of Φ and of (Φ; μ) must be invertible there.
     name : str
         Used in messages, metadata and file names.
+    force : callable, optional
+        Generalized non-conservative force, shape (n,), in the coordinates' own units (N for
+        lengths, N·m for angles): ``force(q, v, t)``, or ``force(q, v, t, u)`` with a control
+        u (c,) (then ``controls=``). It enters G q̈ = f_V + force + μᵀλ, in the methods that
+        accept forces through the forced discrete Lagrange–d'Alembert principle (Marsden–West,
+        Acta Numerica 2001, §3.2; Kane, Marsden, Ortiz, West 2000), and the work it does is
+        ``traj.work``. Traceable, like the other callables.
+    controls : (N, c) array or callable t -> (c,), optional
+        The control signal of a ``force(q, v, t, u)``: one row per step (held over the step, u_k
+        on [t_k, t_{k+1})), or a function of time. :meth:`with_controls` gives the same system
+        with other controls (``dl.integrate(..., controls=U)`` and ``dl.solve(..., controls=U)``
+        use it; under ``jax.grad`` U may be traced).
     coordinate_names : sequence of n str, optional
         Names of the coordinates (e.g. ``["x", "y", "θ"]``), used by plots, summaries and saved
         files (``metadata["coordinate_names"]``); default ``q[0]``, ``q[1]``, ….
@@ -248,7 +278,7 @@ class NonholonomicSystem(SystemKind):
     def __init__(self, mass_matrix, potential=None, constraint_matrix=None,
                  constraint_rhs=None, name: str = "system", *, holonomic_constraints=None,
                  holonomic_jacobian=None, independent_coordinates=None, independent_speeds=None,
-                 coordinate_names=None, units=None):
+                 coordinate_names=None, units=None, force=None, controls=None):
         if constraint_matrix is None:
             raise InputError("NonholonomicSystem needs constraint_matrix=lambda q: ... (shape (m, n))")
         if callable(mass_matrix):
@@ -281,6 +311,16 @@ class NonholonomicSystem(SystemKind):
         self.name = str(name)
         self.labels = {"coordinate_names": _strings(coordinate_names, "coordinate_names"),
                        "units": _strings(units, "units")}
+        if force is not None and not callable(force):
+            raise InputError(f"force must be a callable force(q, v, t) or force(q, v, t, u); got {type(force).__name__}")
+        self._force = force
+        self._force_takes_u = force is not None and _positional_count(force) >= 4
+        if controls is not None and not self._force_takes_u:
+            raise InputError("controls= is given but force does not take a control: write force(q, v, t, u)")
+        if self._force_takes_u and controls is None:
+            controls = _no_controls
+        self._controls = controls
+        self._control_grid = None
         self._constant_metric: bool | None = None if self._mass_const is None else True
 
     # --- repr / identity -----------------------------------------------------------------
@@ -300,11 +340,78 @@ class NonholonomicSystem(SystemKind):
         out = {Feature.AFFINE_CONSTRAINTS} if self.is_affine else set()
         if self.has_holonomic:
             out.add(Feature.HOLONOMIC_CONSTRAINTS)
+        if self.has_force:
+            out.add(Feature.FORCES)
+            if self._force_takes_u:
+                out.add(Feature.CONTROLS)
         if self._constant_metric is None and not state0:
             out.add(Feature.CONFIGURATION_METRIC)
         elif not self.constant_metric(state0[0] if state0 else None):
             out.add(Feature.CONFIGURATION_METRIC)
         return frozenset(out)
+
+    @property
+    def has_force(self) -> bool:
+        """True if the system has a non-conservative force (``force=``)."""
+        return self._force is not None
+
+    def with_controls(self, controls, *, h=None, t0: float = 0.0):
+        """The same system with the control signal ``controls`` ((N, c) array, one row per step,
+        or a callable t -> (c,)); the data are shared (a shallow copy). ``h``, ``t0``: the step
+        grid of an array (the engine's clock gives the step index; the reference solution reads it
+        from the grid, :meth:`step_index`). Raises InputError for a system whose force takes no
+        control, an array that is not 2-D or not finite."""
+        import copy
+        if not self._force_takes_u:
+            raise InputError(f"{self.name}: controls are given but its force takes none; write force(q, v, t, u)")
+        if not callable(controls):
+            refuse_complex(controls, "controls")
+            controls = (jnp.asarray(controls, jnp.float64) if linalg.traced(controls)
+                        else np.asarray(controls, np.float64))
+            if controls.ndim != 2:
+                raise InputError(f"controls must be an (N, c) array, one row per step; got shape {controls.shape}")
+            if not linalg.traced(controls) and not np.all(np.isfinite(controls)):
+                raise InputError("controls has non-finite entries")
+        other = copy.copy(self)
+        other._controls = controls
+        other._control_grid = None if h is None else (float(t0), float(h))
+        other.__dict__.pop("_project_q_fn", None)
+        return other
+
+    def step_index(self, t):
+        """The step k with t in [t0 + k h, t0 + (k+1) h) on the grid of the control array (0
+        without one), clipped to the array's rows; traceable."""
+        grid = getattr(self, "_control_grid", None)
+        if grid is None or callable(self._controls) or self._controls is None:
+            return jnp.asarray(0, jnp.int32)
+        t0, h = grid
+        k = jnp.floor((t - t0) / h + 1e-9).astype(jnp.int32)
+        return jnp.clip(k, 0, jnp.asarray(self._controls).shape[0] - 1)
+
+    def control(self, dt=0.0):
+        """u at the clock's time + dt (:mod:`dalembert.clock`): the row of the current step of an
+        (N, c) array, or the callable's value; shape (c,)."""
+        from .. import clock
+        t, k = clock.now()
+        if callable(self._controls):
+            return jnp.asarray(self._controls(t + dt), jnp.float64)
+        return jnp.asarray(self._controls)[k]
+
+    def force(self, q, v, dt=0.0):
+        """The generalized force at (q, v) and the clock's time + dt, shape (n,); zeros without one."""
+        if self._force is None:
+            return jnp.zeros_like(q)
+        from .. import clock
+        t = clock.now()[0] + dt
+        if self._force_takes_u:
+            return jnp.asarray(self._force(q, v, t, self.control(dt)), jnp.float64)
+        return jnp.asarray(self._force(q, v, t), jnp.float64)
+
+    def force_depends_on_velocity(self, q, v) -> bool:
+        """Whether the force depends on v (decided by tracing at (q, v)); False without a force."""
+        if self._force is None:
+            return False
+        return _depends_on_input(lambda w: self.force(jnp.asarray(q), w), jnp.asarray(v, jnp.float64))
 
     @property
     def has_holonomic(self) -> bool:
@@ -478,10 +585,11 @@ class NonholonomicSystem(SystemKind):
         return jax.jvp(self.constraint_matrix, (q,), (v,))[1]
 
     def generalized_force(self, q, v):
-        """f(q, v) = ∂L/∂q − (dG/dt) v: the right-hand side of G q̈ = f + μᵀλ, shape (n,)."""
+        """f(q, v) = ∂L/∂q − (dG/dt) v (+ the non-conservative force at the clock's time): the
+        right-hand side of G q̈ = f + μᵀλ, shape (n,)."""
         Gdot = jax.jvp(self.mass_matrix, (q,), (v,))[1]
         dT_dq = jax.grad(lambda x: 0.5 * jnp.sum(v * linalg.mv(self.mass_matrix(x), v)))(q)
-        return dT_dq - self.grad_potential(q) - linalg.mv(Gdot, v)
+        return dT_dq - self.grad_potential(q) - linalg.mv(Gdot, v) + self.force(q, v)
 
     def multiplier(self, q, v):
         """λ(q, v), shape (m,): the Lagrange–d'Alembert multiplier of the index-1 form.

@@ -1,0 +1,44 @@
+"""The engine's clock: the time and step index at which a system's time-dependent functions are
+evaluated while a step is traced.
+
+A step function takes (state, h) only; a system with explicit time or controls (a force
+f(q, v, t, u)) reads the time of the current step from here. The engine sets it
+(:func:`at`) around each traced step — its values are traced arrays of the enclosing program
+(t_k and k, carried in the loop's state) — and a method that evaluates a force inside the step
+passes the offset of its quadrature node (``dt``: 0 at t_k, h at t_{k+1}, c_i·h at a stage).
+A composition moves the clock on between its stages (:func:`shifted`). Outside the engine (an
+initial-state check, a fingerprint) the clock reads t = 0, k = 0.
+
+This module imports nothing of dalembert: systems and methods both read it.
+"""
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+
+_NOW: contextvars.ContextVar = contextvars.ContextVar("dalembert_clock", default=None)
+
+
+def now():
+    """(t, k): the time of the current step's start and its index (traced or plain numbers)."""
+    value = _NOW.get()
+    return (0.0, 0) if value is None else value
+
+
+@contextmanager
+def at(t, k):
+    """Evaluate the enclosed code (a traced step) at time t, step index k."""
+    token = _NOW.set((t, k))
+    try:
+        yield
+    finally:
+        _NOW.reset(token)
+
+
+@contextmanager
+def shifted(dt):
+    """The clock moved on by dt within the enclosed code (a stage of a composition); the step
+    index stays (a control is held over the whole step)."""
+    t, k = now()
+    with at(t + dt, k):
+        yield
