@@ -609,6 +609,8 @@ def _summary(traj, mdl, total_wall, files) -> dict:
         dev = max(float(np.max(np.abs(np.asarray(fv(*[np.asarray(a[i:i + BLOCK_ROWS]) for a in args])) - v0)))
                   for i in range(0, len(traj), BLOCK_ROWS))     # block by block: a streamed run
         inv[name] = {"initial": v0, "max_relative_deviation": dev / max(abs(v0), 1e-300)}
+    holonomic = ({"max_holonomic_residual": traj.max_holonomic_residual}    # |φ|, constraint units
+                 if "holonomic_residual" in traj.fields() else {})
     return {
         "model": mdl.name, "parameters": mdl.params, "method": md["method"], "h": md["h"],
         "t_final": md["t_final"], "n_steps": md["n_steps"], "save_every": md["save_every"],
@@ -617,7 +619,7 @@ def _summary(traj, mdl, total_wall, files) -> dict:
         "max_energy_change": traj.max_relative_energy_error * max(abs(float(traj.energy[0])), np.finfo(float).tiny),
         "energy_is_invariant": "energy" in mdl.invariants,
         "initial_state": {k: md[k] for k in mdl.initial_state if k in md},   # after --project
-        "max_constraint_residual": traj.max_constraint_residual,
+        "max_constraint_residual": traj.max_constraint_residual, **holonomic,
         "invariants": inv,
         "newton": md.get("newton"),
         "integration_wall_time_s": md.get("wall_time_s"), "compile_time_s": md.get("compile_time_s"),
@@ -641,6 +643,8 @@ def _print_summary(s, outdir):
     else:
         t.add_row("max |E(t) − E(0)|", f"{s['max_energy_change']:.3e}  (energy is not an invariant here)")
     t.add_row("max constraint residual", f"{s['max_constraint_residual']:.3e}")
+    if "max_holonomic_residual" in s:
+        t.add_row("max |φ(q)| (configuration)", f"{s['max_holonomic_residual']:.3e}  (constraint units)")
     for k, v in s["invariants"].items():
         if k != "energy":
             t.add_row(f"max rel. drift of {k}", f"{v['max_relative_deviation']:.3e}")
