@@ -297,6 +297,7 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
     """
     import dalembert as dl
     from dalembert.engine import checkpoint as ckpt_mod
+    from dalembert.errors import InputError
 
     if resume_dir is not None:
         given = [f for f, v in (("MODEL", model), ("--method", method_name), ("--h", h), ("--t-final", t_final),
@@ -353,14 +354,25 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
     T = mdl.default_t_final if t_final is None else t_final
     state = {k: np.asarray(init.get(k, x), float) for k, x in mdl.initial_state.items()}
     outdir = Path(out) if out else Path("runs") / f"{mdl.name}-{method.name}"
+    if not method.compiled:     # (the SciPy reference): one call, no chunks to checkpoint or check between
+        engine = {}
+        for flag, given in (("--checkpoint", checkpoint), ("--stream", stream)):
+            if given:
+                raise InputError(f"{flag}: {method.name} runs outside the compiled engine, which writes "
+                                 f"checkpoints and streams; drop {flag}, or choose a compiled method "
+                                 f"(dalembert list --model {mdl.name})")
     _check_outputs(outdir, mdl, animate, animation_format)
+    if not method.compiled:
+        click.echo(f"note: {method.name} runs outside the compiled engine: no checkpoint is written, and an "
+                   f"interrupt (Ctrl-C) stops it without a partial result")
     t0 = time.perf_counter()
     traj = _interruptible(lambda: dl.integrate(
         mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
         metadata={"model": mdl.name, "parameters": mdl.params, **({"model_ref": model} if user else {})},
-        checkpoint=outdir / "checkpoint.npz",
+        checkpoint=outdir / "checkpoint.npz" if method.compiled else None,
         checkpoint_every=checkpoint_every if checkpoint else math.inf,
-        stream=outdir / "trajectory.h5" if stream else None, **state, **engine), outdir)
+        stream=outdir / "trajectory.h5" if stream else None, **state, **engine), outdir,
+        deferred=method.compiled)
     _test_pause()
     _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
 
@@ -531,14 +543,17 @@ def _complete_result(outdir: Path, md: dict, mdl):
     return path if len(traj) == full + (2 if rem else 1) else None
 
 
-def _interruptible(fn, outdir: Path):
+def _interruptible(fn, outdir: Path, deferred: bool = True):
     """Run ``fn`` (an integration) with SIGINT/SIGTERM deferred to the end of a chunk; on an
-    interrupt, save the partial trajectory and exit 130 (SIGINT) or 143 (SIGTERM) with one line."""
+    interrupt, save the partial trajectory and exit 130 (SIGINT) or 143 (SIGTERM) with one line.
+    ``deferred=False`` (a method outside the compiled engine: no chunks): signals act at once."""
+    import contextlib
+
     import dalembert as dl
     from dalembert.engine import interrupts
     from dalembert.errors import ConvergenceError
     try:
-        with interrupts.deferred():
+        with interrupts.deferred() if deferred else contextlib.nullcontext():
             return fn()
     except dl.RunInterrupted as exc:
         saved = ""
@@ -757,7 +772,8 @@ def _parse_vary(items, model, members: int) -> dict:
 def sweep(model, members, vary, method_name, h, t_final, params, inits, save_every, keep, project,
           members_per_task, workers, scheduler, out):
     """Integrate MODEL from B initial states as tasks on a Dask cluster; write sweep.npz and
-    summary.json. Each task's result is its own file: rerunning the same command resumes."""
+    summary.json. Each task's result is its own file: rerunning the same command resumes.
+    Needs the sweep extra (dask.distributed): pip install 'dalembert[sweep]'."""
     import dalembert as dl
     spec = dl.models.spec(model)
     mdl = dl.models.get(spec.name, **_parse_params(params))

@@ -69,3 +69,33 @@ def test_method_auto_is_the_models_default_and_warnings_are_kept(tmp_path, capsy
 def test_a_typo_gets_the_closest_name(args, hint, capsys):
     code, _, err = run_cli(args, capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and hint in err
+
+
+def test_the_reference_method_runs_without_a_checkpoint_and_says_so(tmp_path, capsys):
+    out = tmp_path / "ref"
+    code, stdout, err = run_cli(["run", "chaplygin-sleigh", "--method", "reference", "--h", "0.1", "--t-final", "2",
+                                 "--no-plots", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert "no checkpoint" in stdout and "outside the compiled engine" in stdout
+    assert dl.load(out / "trajectory.npz").metadata["method"] == "reference"
+    assert not (out / "checkpoint.npz").exists() and (out / "summary.json").exists()
+    # asked for explicitly: refused in one line before any work, naming the option
+    for flag in ("--checkpoint", "--stream"):
+        code, _, err = run_cli(["run", "chaplygin-sleigh", "--method", "reference", flag, "--out",
+                                str(tmp_path / "x")], capsys)
+        assert code == 1 and len(err.strip().splitlines()) == 1 and f"error: {flag}: reference runs outside" in err
+        assert not (tmp_path / "x").exists()
+    # the negative control: a compiled method with --checkpoint is not refused
+    code, stdout, err = run_cli(["run", "chaplygin-sleigh", "--method", "nh-rattle", "--h", "0.1", "--t-final", "2",
+                                 "--checkpoint", "--no-plots", "--out", str(tmp_path / "y")], capsys)
+    assert code == 0 and "no checkpoint" not in stdout, err
+
+
+def test_sweep_without_dask_names_the_extra_in_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+    for name in ("dask", "dask.distributed", "distributed", "cloudpickle"):
+        monkeypatch.setitem(sys.modules, name, None)          # (import of a None entry: ImportError)
+    code, _, err = run_cli(["sweep", "chaplygin-sleigh", "--members", "2", "--out", str(tmp_path / "s")], capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "pip install 'dalembert[sweep]'" in err and "not installed" in err
+    assert not (tmp_path / "s").exists()
