@@ -329,7 +329,8 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
                 return None
             return _finish(result, mdl, outdir, t0, no_plots, animate, animation_format)
         traj = _interruptible(lambda: dl.resume(ck["path"], mdl.system, checkpoint=ck["path"],
-                                                checkpoint_every=checkpoint_every if checkpoint else math.inf),
+                                                checkpoint_every=checkpoint_every if checkpoint else math.inf,
+                                                keep_checkpoint=True),     # removed by _finish
                               outdir)
         _test_pause()
         return _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
@@ -362,6 +363,7 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
                                  f"checkpoints and streams; drop {flag}, or choose a compiled method "
                                  f"(dalembert list --model {mdl.name})")
     _check_outputs(outdir, mdl, animate, animation_format)
+    _drop_stale_checkpoint(outdir, mdl)
     if not method.compiled:
         click.echo(f"note: {method.name} runs outside the compiled engine: no checkpoint is written, and an "
                    f"interrupt (Ctrl-C) stops it without a partial result")
@@ -369,7 +371,7 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
     traj = _interruptible(lambda: dl.integrate(
         mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
         metadata={"model": mdl.name, "parameters": mdl.params, **({"model_ref": model} if user else {})},
-        checkpoint=outdir / "checkpoint.npz" if method.compiled else None,
+        checkpoint=outdir / "checkpoint.npz" if method.compiled else None, keep_checkpoint=True,
         checkpoint_every=checkpoint_every if checkpoint else math.inf,
         stream=outdir / "trajectory.h5" if stream else None, **state, **engine), outdir,
         deferred=method.compiled)
@@ -504,8 +506,26 @@ def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str, resu
     check_writable_dir(outdir, "--out")
     # one writer per directory, held until the process ends (the OS releases it however it ends)
     _LOCKS.append(hold_lock(outdir / LOCK_NAME, f"--out {outdir}"))
-    if not resuming:
+    if not resuming and not (outdir / "checkpoint.npz").exists():   # (a checkpoint's: continued or refused)
         (outdir / PARTIAL_STREAM).unlink(missing_ok=True)
+
+
+def _drop_stale_checkpoint(outdir: Path, mdl):
+    """Remove ``outdir``'s checkpoint when the complete result of its run is beside it (a run
+    killed after its result was written and before it removed the checkpoint; ``mdl``: the model
+    of this command, whose initial-state names are compared). Any other checkpoint is left to
+    :func:`dalembert.integrate`: continued when it is this run's, else refused."""
+    from dalembert.engine import checkpoint as ckpt_mod
+    from dalembert.errors import DalembertError
+    path = outdir / "checkpoint.npz"
+    if not path.exists():
+        return
+    try:
+        stale = _complete_result(outdir, ckpt_mod.read(path)["metadata"], mdl) is not None
+    except (DalembertError, KeyError, TypeError):
+        return
+    if stale:
+        path.unlink(missing_ok=True)
 
 
 #: The lock files this process holds (see :func:`dalembert._io.hold_lock`).
@@ -635,6 +655,7 @@ def _summary(traj, mdl, total_wall, files) -> dict:
         "energy_is_invariant": "energy" in mdl.invariants,
         "initial_state": {k: md[k] for k in mdl.initial_state if k in md},   # after --project
         "max_constraint_residual": traj.max_constraint_residual, **holonomic,
+        **({"resumed_at_step": md["resumed_at_step"]} if "resumed_at_step" in md else {}),
         "invariants": inv,
         "newton": md.get("newton"),
         "integration_wall_time_s": md.get("wall_time_s"), "compile_time_s": md.get("compile_time_s"),
@@ -653,6 +674,8 @@ def _print_summary(s, outdir):
     t.add_column(style="bold")
     t.add_column()
     t.add_row("steps", f"{s['n_steps']:,}")
+    if "resumed_at_step" in s:
+        t.add_row("resumed", f"from the checkpoint at step {s['resumed_at_step']:,}")
     if s["energy_is_invariant"]:
         t.add_row("max |ΔE|/E", f"{s['max_relative_energy_error']:.3e}")
     else:
