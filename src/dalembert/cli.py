@@ -84,9 +84,19 @@ def _floats(text: str, what: str) -> list:
     return vals
 
 
-def _console():
+#: Columns of the command's output when it is not a terminal (piped, redirected): wide enough that
+#: no table or line is wrapped (rich's default there is 80); $COLUMNS, when set, wins.
+PIPE_WIDTH = 240
+
+
+def _console(stderr: bool = False):
+    """A rich Console on stdout (stderr): the terminal's width, or, piped or redirected,
+    :data:`PIPE_WIDTH` columns and long lines not wrapped (``$COLUMNS`` when set)."""
     from rich.console import Console
-    return Console()
+    con = Console(stderr=stderr)
+    if not con.is_terminal and not os.environ.get("COLUMNS"):
+        con = Console(stderr=stderr, width=PIPE_WIDTH, soft_wrap=True)
+    return con
 
 
 # ---------------------------------------------------------------------------------------------
@@ -670,7 +680,8 @@ def _summary(traj, mdl, total_wall, files) -> dict:
 
 def _print_summary(s, outdir):
     from rich.table import Table
-    t = Table(title=f"{s['model']} · {s['method']} · h = {s['h']:g} · T = {s['t_final']:g}", show_header=False)
+    title = f"{s['model']} · {s['method']} · h = {s['h']:g} · T = {s['t_final']:g}"
+    t = Table(title=title, show_header=False, min_width=len(title) + 2)      # (the title on one line)
     t.add_column(style="bold")
     t.add_column()
     t.add_row("steps", f"{s['n_steps']:,}")
@@ -693,9 +704,10 @@ def _print_summary(s, outdir):
                   f"(integration {s['integration_wall_time_s']:.3f} s, compile {s['compile_time_s']:.2f} s)")
     if s["chart_switches"]:
         t.add_row("chart switches", f"{s['chart_switches']} (the almost-Poisson reduction's atlas)")
-    for w in s["warnings"]:
-        t.add_row("[yellow]warning[/yellow]", f"{w['category']}: {w['message']}")
-    _console().print(t)
+    con = _console()
+    con.print(t)
+    for w in s["warnings"]:          # below the table, one line each (a terminal wraps them itself)
+        con.print(f"[yellow]warning[/yellow]: {w['category']}: {w['message']}", soft_wrap=True, highlight=False)
     names = [Path(f).name for f in s["files"]] + ["summary.json"]
     click.echo(f"files in {outdir}: {', '.join(names)}")
 
@@ -882,8 +894,7 @@ def bench(quick, models_, methods_, out):
         meths = [m.strip() for m in methods_.split(",") if m.strip()]
         for m in meths:
             dl.methods.get(m)
-    from rich.console import Console
-    err, t0 = Console(stderr=True), time.perf_counter()
+    err, t0 = _console(stderr=True), time.perf_counter()
 
     def progress(message):   # one line per stage on stderr: the table goes to stdout
         err.print(f"[dim]{time.perf_counter() - t0:7.1f} s[/dim]  {message}", highlight=False)
