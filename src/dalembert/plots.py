@@ -113,10 +113,10 @@ def dimensionless_labels():
 
 def run_figures(traj, model, out: Path) -> list[Path]:
     """Write path.png, energy.png, constraint.png for a trajectory of a built-in model; return
-    their paths. constraint.png shows the rolling residual, and max |φ(q)| (constraint units)
-    beside it for a system with configuration constraints. energy.png shows the relative energy error where energy is an invariant of the
+    their paths. energy.png shows the relative energy error where energy is an invariant of the
     model, else the energy change E(t) − E(0) (the work of the non-conservative forces, e.g. a
-    turning table's)."""
+    turning table's). constraint.png shows the rolling residual, and max |φ(q)| (constraint
+    units) beside it for a system with configuration constraints."""
     out.mkdir(parents=True, exist_ok=True)
     s = _stride(len(traj))
     t = np.asarray(traj.t[::s])

@@ -282,7 +282,10 @@ def _checkpoint_of_this_run(path, system, md, x0s, stream) -> dict:
         raise InputError(f"checkpoint: {exc}; it is left as it is: remove it or choose another checkpoint "
                          f"path") from None
     theirs = ck["metadata"]
-    mine = json.loads(json.dumps(md, default=json_default))
+    try:
+        mine = json.loads(json.dumps(md, default=json_default))
+    except TypeError as exc:
+        raise InputError(f"checkpoint: the run's options/metadata must be JSON values ({exc})") from None
 
     def shown(k):
         a, b = theirs.get(k), mine.get(k)
