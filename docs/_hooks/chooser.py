@@ -16,7 +16,8 @@ from __future__ import annotations
 EXPLICIT = "explicit"
 M = "Newton on m"
 NM = "Newton on n + m"
-GNI = "explicit (one m × m solve) if G is constant; else Newton on n"
+GNI = ("explicit (one m × m solve) if G is constant, Newton on the k impulses with configuration "
+       "constraints; else Newton on n (n + k)")
 SYM = "Newton on m if G is constant; else Newton on n + m"
 DG = "Newton on 2n − m (the almost-Poisson state)"
 EPS = "Newton on 3 + m (ω, impulses)"
@@ -28,14 +29,14 @@ REDUCED_SYM = "Newton on 3 + m with the default l_d; else on n + 3 + m"
 #: {method: (use when, cost)}
 CHOOSER = {
     # --- NonholonomicSystem (q, v) ---
-    "nh-rattle": ("the first try on a NonholonomicSystem: order 2, node constraint to round-off, "
-                  "momenta of horizontal symmetries kept; two-step: watch the parasitic-mode warning", GNI),
+    "nh-rattle": ("order 2 at the least cost when G is constant: node constraint to round-off, momenta "
+                  "of horizontal symmetries kept; two-step: watch the parasitic-mode warning", GNI),
     "gni-euler-a": ("order-1 comparisons (the GNI papers' examples)", GNI),
     "gni-euler-b": ("order-1 comparisons (the adjoint of gni-euler-a)", GNI),
     "gni-euler-ab": ("comparisons: the order-2 composition of the two Euler GNIs", GNI),
     "gni-midpoint": ("a q-dependent metric, symmetric, order 2 (two-step)", "Newton on n"),
-    "nh-rattle-sym": ("configuration constraints φ(q) = 0 beside the rolling ones; or order 2 without "
-                      "the two-step parasitic mode", SYM),
+    "nh-rattle-sym": ("a safe start on a NonholonomicSystem: order 2, one-step (no parasitic mode), "
+                      "configuration constraints φ(q) = 0 beside the rolling ones", SYM),
     "gni-midpoint-sym": ("a q-dependent metric without the parasitic mode; configuration constraints", NM),
     "nh-rattle-4": ("high accuracy, any metric; the default of the sleigh, the chaotic quartic system, "
                     "the snakeboard and the tilting disk", SYM),
@@ -46,7 +47,8 @@ CHOOSER = {
     "dla-left": ("comparison: order 1, discrete constraint at the left point", NM),
     "si-dla": ("comparison (Celledoni et al. 2019): constant metric", M),
     "i-dla": ("comparison (Celledoni et al. 2019): implicit DLA, any metric", NM),
-    "spark-lobatto2": ("comparison: order 2 SPARK (a nonholonomic RATTLE), constant metric", M),
+    "spark-lobatto2": ("comparison: order 2 SPARK (a nonholonomic RATTLE), constant metric",
+                       "Newton on m (the general 2-stage SPARK with configuration constraints)"),
     "spark-lobatto3": ("order 4 with the node constraint exact, any metric (3 stages)", "Newton on 3(n + m)"),
     "spark-lobatto4": ("order 6 with the node constraint exact, any metric (4 stages)", "Newton on 4(n + m)"),
     "gonzalez-f": ("exact energy in (q, p) with configuration constraints; the rolling constraint drifts",
