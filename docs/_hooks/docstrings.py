@@ -44,7 +44,7 @@ def _page_link(m) -> str:
 
 
 CODE = re.compile(r"(``.+?``|`[^`]+`)")
-#: "name : text" (names: identifiers, "q0, v0", "**options", "SystemError_ (an InputError)")
+#: "name : text" (names: identifiers, "q0, v0", "**options", "SystemDefinitionError (an InputError)")
 ENTRY = re.compile(r"^(\*{0,2}[A-Za-z_][\w.]*(?:\s*,\s*\*{0,2}[A-Za-z_][\w.]*)*(?:\s+\([^()]{1,40}\))?)\s+:(?:\s+(.*))?$")
 DASHES = re.compile(r"^\s*-{3,}\s*$")
 #: first-line endings after which the next line continues the same sentence

@@ -33,6 +33,7 @@ from mkdocs.structure.files import File
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from textclean import FORBIDDEN, PAGE_REF, clean, page_target  # noqa: E402  (docs/_hooks/textclean.py)
+from chooser import CHOOSER  # noqa: E402  (docs/_hooks/chooser.py: "use when" and "cost" of each method)
 
 log = logging.getLogger("mkdocs.hooks.dalembert")
 
@@ -135,31 +136,71 @@ def _import_dalembert(config):
     return dalembert
 
 
+def unbroken(s) -> str:
+    """:func:`md` of plain text, its hyphenated words (``gni-euler-a``, ``1e-13``, ``Itoh–Abe``)
+    kept on one line (a browser may break a line after a hyphen or a dash): for the chooser table,
+    whose lines break between words only."""
+    return " ".join(f'<span class="nowrap">{md(w)}</span>' if re.search(r"[-–—/]", w) else md(w)
+                    for w in str(s).split())
+
+
+def _preserved(traits) -> str:
+    """The short names of what a method preserves exactly, each once; "(if …)" where every claim
+    of that quantity has a condition (a condition that only restates it — configuration
+    constraints, for the configuration constraint — is none)."""
+    conditions: dict = {}
+    for c in traits.preserves:
+        label, cond = c.invariant.label, clean(c.condition)
+        general = not cond or label in cond or cond in label
+        conditions.setdefault(label, [])
+        conditions[label].append(None if general else cond)
+    return ", ".join(label if None in conds else f"{label} (if {' or '.join(dict.fromkeys(conds))})"
+                     for label, conds in conditions.items()) or "—"
+
+
 def methods_page(dl, files) -> str:
-    """The Markdown of the method table."""
+    """The Markdown of the method pages: the chooser table (method, order, use when, cost,
+    preserved quantities) and the details (symmetry, step, kinds, the preserved formulas,
+    sources)."""
     methods = dl.methods.available()
     registry = dl.methods.registry()
     lines = [
         "---",
         "hide:",
-        "  - toc",          # the table needs the width
+        "  - toc",          # the tables need the width
         "---",
         "",
         "# Methods",
         "",
         "Every method in the registry, generated from `dalembert.methods.available()` when the site "
-        f"is built ({len(methods)} methods). `dalembert list` prints the same traits, "
-        "`dl.methods.available()[name].as_dict()` returns them. *Order* is the global order (in q "
-        "and the reported velocity; in ω for the SO(3) methods). *Step*: explicit, or implicit "
-        "(a Newton solve) with the case in which the step is explicit all the same. *Integrates*: "
-        "the system kinds the method takes as they are; other kinds reach it only through a "
-        "registered view (a `NonholonomicSystem` reaches the `almost-poisson` methods through its "
-        "automatic almost-Poisson reduction, see [the user guide](../guide/systems.md#system-kinds)).",
+        f"is built ({len(methods)} methods); `dalembert list` prints the same traits. *Order* is the "
+        "global order (in q and the reported velocity; in ω for the SO(3) methods). *Cost* is what one "
+        "step solves, in its unknowns: n coordinates, m rolling constraints, k configuration "
+        "constraints, G the kinetic metric — *explicit* (no nonlinear solve), *Newton on m* (the "
+        "impulses only) or *Newton on n + m* (the whole step). *Preserves*: what the method keeps "
+        "exactly (to round-off); the formulas are in [the details](#details). More advice: "
+        "[Choosing a method](../guide/methods.md).",
         "",
-        "For advice on which one to use, see [Choosing a method](../guide/methods.md).",
+        "| method | order | use when | cost | preserves |",
+        "|---|---|---|---|---|",
+    ]
+    for name, t in methods.items():
+        if name not in CHOOSER:
+            log.warning(f"method table: {name!r} has no 'use when' / 'cost' entry in docs/_hooks/chooser.py")
+        use, cost = CHOOSER.get(name, ("—", "—"))
+        lines.append(f"| `{name}` | {t.order} | {unbroken(use)} | {unbroken(cost)} | {unbroken(_preserved(t))} |")
+    lines += [
         "",
-        "| method | order | symmetric | step | preserves exactly | integrates | source | theory |",
-        "|---|---|---|---|---|---|---|---|",
+        "## Details",
+        "",
+        "*Step*: explicit, or implicit (a Newton solve) with the case in which the step is explicit all "
+        "the same. *Integrates*: the system kinds the method takes as they are; other kinds reach it "
+        "only through a registered view (a `NonholonomicSystem` reaches the `almost-poisson` methods "
+        "through its automatic almost-Poisson reduction, see "
+        "[the user guide](../guide/systems.md#system-kinds)).",
+        "",
+        "| method | symmetric | step | integrates | preserves exactly | source | theory |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, t in methods.items():
         step = "implicit" if t.implicit else "explicit"
@@ -170,8 +211,8 @@ def methods_page(dl, files) -> str:
         preserves = "<br>".join(md_doc(clean(str(p)), files, METHODS_PAGE) for p in t.preserves) or "—"
         integrates = ", ".join(f"`{k}`" for k in t.integrates) or "—"
         theory = ", ".join(_theory_links(t.source, files, METHODS_PAGE)) or "—"
-        lines.append(f"| `{name}` | {t.order} | {'yes' if t.symmetric else 'no'} | {step} | {preserves} | "
-                     f"{integrates} | {md_doc(clean(t.source), files, METHODS_PAGE)} | {theory} |")
+        lines.append(f"| `{name}` | {'yes' if t.symmetric else 'no'} | {step} | {integrates} | {preserves} | "
+                     f"{md_doc(clean(t.source), files, METHODS_PAGE)} | {theory} |")
     by_kind: dict = {}
     for name, t in methods.items():
         for k in t.integrates:

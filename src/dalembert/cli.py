@@ -84,9 +84,19 @@ def _floats(text: str, what: str) -> list:
     return vals
 
 
-def _console():
+#: Columns of the command's output when it is not a terminal (piped, redirected): wide enough that
+#: no table or line is wrapped (rich's default there is 80); $COLUMNS, when set, wins.
+PIPE_WIDTH = 240
+
+
+def _console(stderr: bool = False):
+    """A rich Console on stdout (stderr): the terminal's width, or, piped or redirected,
+    :data:`PIPE_WIDTH` columns and long lines not wrapped (``$COLUMNS`` when set)."""
     from rich.console import Console
-    return Console()
+    con = Console(stderr=stderr)
+    if not con.is_terminal and not os.environ.get("COLUMNS"):
+        con = Console(stderr=stderr, width=PIPE_WIDTH, soft_wrap=True)
+    return con
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,6 +307,7 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
     """
     import dalembert as dl
     from dalembert.engine import checkpoint as ckpt_mod
+    from dalembert.errors import InputError
 
     if resume_dir is not None:
         given = [f for f, v in (("MODEL", model), ("--method", method_name), ("--h", h), ("--t-final", t_final),
@@ -328,7 +339,8 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
                 return None
             return _finish(result, mdl, outdir, t0, no_plots, animate, animation_format)
         traj = _interruptible(lambda: dl.resume(ck["path"], mdl.system, checkpoint=ck["path"],
-                                                checkpoint_every=checkpoint_every if checkpoint else math.inf),
+                                                checkpoint_every=checkpoint_every if checkpoint else math.inf,
+                                                keep_checkpoint=True),     # removed by _finish
                               outdir)
         _test_pause()
         return _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
@@ -353,14 +365,26 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
     T = mdl.default_t_final if t_final is None else t_final
     state = {k: np.asarray(init.get(k, x), float) for k, x in mdl.initial_state.items()}
     outdir = Path(out) if out else Path("runs") / f"{mdl.name}-{method.name}"
+    if not method.compiled:     # (the SciPy reference): one call, no chunks to checkpoint or check between
+        engine = {}
+        for flag, given in (("--checkpoint", checkpoint), ("--stream", stream)):
+            if given:
+                raise InputError(f"{flag}: {method.name} runs outside the compiled engine, which writes "
+                                 f"checkpoints and streams; drop {flag}, or choose a compiled method "
+                                 f"(dalembert list --model {mdl.name})")
     _check_outputs(outdir, mdl, animate, animation_format)
+    _drop_stale_checkpoint(outdir, mdl)
+    if not method.compiled:
+        click.echo(f"note: {method.name} runs outside the compiled engine: no checkpoint is written, and an "
+                   f"interrupt (Ctrl-C) stops it without a partial result")
     t0 = time.perf_counter()
     traj = _interruptible(lambda: dl.integrate(
         mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
         metadata={"model": mdl.name, "parameters": mdl.params, **({"model_ref": model} if user else {})},
-        checkpoint=outdir / "checkpoint.npz",
+        checkpoint=outdir / "checkpoint.npz" if method.compiled else None, keep_checkpoint=True,
         checkpoint_every=checkpoint_every if checkpoint else math.inf,
-        stream=outdir / "trajectory.h5" if stream else None, **state, **engine), outdir)
+        stream=outdir / "trajectory.h5" if stream else None, **state, **engine), outdir,
+        deferred=method.compiled)
     _test_pause()
     _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
 
@@ -492,8 +516,26 @@ def _check_outputs(outdir: Path, mdl, animate: bool, animation_format: str, resu
     check_writable_dir(outdir, "--out")
     # one writer per directory, held until the process ends (the OS releases it however it ends)
     _LOCKS.append(hold_lock(outdir / LOCK_NAME, f"--out {outdir}"))
-    if not resuming:
+    if not resuming and not (outdir / "checkpoint.npz").exists():   # (a checkpoint's: continued or refused)
         (outdir / PARTIAL_STREAM).unlink(missing_ok=True)
+
+
+def _drop_stale_checkpoint(outdir: Path, mdl):
+    """Remove ``outdir``'s checkpoint when the complete result of its run is beside it (a run
+    killed after its result was written and before it removed the checkpoint; ``mdl``: the model
+    of this command, whose initial-state names are compared). Any other checkpoint is left to
+    :func:`dalembert.integrate`: continued when it is this run's, else refused."""
+    from dalembert.engine import checkpoint as ckpt_mod
+    from dalembert.errors import DalembertError
+    path = outdir / "checkpoint.npz"
+    if not path.exists():
+        return
+    try:
+        stale = _complete_result(outdir, ckpt_mod.read(path)["metadata"], mdl) is not None
+    except (DalembertError, KeyError, TypeError):
+        return
+    if stale:
+        path.unlink(missing_ok=True)
 
 
 #: The lock files this process holds (see :func:`dalembert._io.hold_lock`).
@@ -531,14 +573,17 @@ def _complete_result(outdir: Path, md: dict, mdl):
     return path if len(traj) == full + (2 if rem else 1) else None
 
 
-def _interruptible(fn, outdir: Path):
+def _interruptible(fn, outdir: Path, deferred: bool = True):
     """Run ``fn`` (an integration) with SIGINT/SIGTERM deferred to the end of a chunk; on an
-    interrupt, save the partial trajectory and exit 130 (SIGINT) or 143 (SIGTERM) with one line."""
+    interrupt, save the partial trajectory and exit 130 (SIGINT) or 143 (SIGTERM) with one line.
+    ``deferred=False`` (a method outside the compiled engine: no chunks): signals act at once."""
+    import contextlib
+
     import dalembert as dl
     from dalembert.engine import interrupts
     from dalembert.errors import ConvergenceError
     try:
-        with interrupts.deferred():
+        with interrupts.deferred() if deferred else contextlib.nullcontext():
             return fn()
     except dl.RunInterrupted as exc:
         saved = ""
@@ -609,6 +654,8 @@ def _summary(traj, mdl, total_wall, files) -> dict:
         dev = max(float(np.max(np.abs(np.asarray(fv(*[np.asarray(a[i:i + BLOCK_ROWS]) for a in args])) - v0)))
                   for i in range(0, len(traj), BLOCK_ROWS))     # block by block: a streamed run
         inv[name] = {"initial": v0, "max_relative_deviation": dev / max(abs(v0), 1e-300)}
+    holonomic = ({"max_holonomic_residual": traj.max_holonomic_residual}    # |φ|, constraint units
+                 if "holonomic_residual" in traj.fields() else {})
     return {
         "model": mdl.name, "parameters": mdl.params, "method": md["method"], "h": md["h"],
         "t_final": md["t_final"], "n_steps": md["n_steps"], "save_every": md["save_every"],
@@ -617,7 +664,8 @@ def _summary(traj, mdl, total_wall, files) -> dict:
         "max_energy_change": traj.max_relative_energy_error * max(abs(float(traj.energy[0])), np.finfo(float).tiny),
         "energy_is_invariant": "energy" in mdl.invariants,
         "initial_state": {k: md[k] for k in mdl.initial_state if k in md},   # after --project
-        "max_constraint_residual": traj.max_constraint_residual,
+        "max_constraint_residual": traj.max_constraint_residual, **holonomic,
+        **({"resumed_at_step": md["resumed_at_step"]} if "resumed_at_step" in md else {}),
         "invariants": inv,
         "newton": md.get("newton"),
         "integration_wall_time_s": md.get("wall_time_s"), "compile_time_s": md.get("compile_time_s"),
@@ -632,15 +680,20 @@ def _summary(traj, mdl, total_wall, files) -> dict:
 
 def _print_summary(s, outdir):
     from rich.table import Table
-    t = Table(title=f"{s['model']} · {s['method']} · h = {s['h']:g} · T = {s['t_final']:g}", show_header=False)
+    title = f"{s['model']} · {s['method']} · h = {s['h']:g} · T = {s['t_final']:g}"
+    t = Table(title=title, show_header=False, min_width=len(title) + 2)      # (the title on one line)
     t.add_column(style="bold")
     t.add_column()
     t.add_row("steps", f"{s['n_steps']:,}")
+    if "resumed_at_step" in s:
+        t.add_row("resumed", f"from the checkpoint at step {s['resumed_at_step']:,}")
     if s["energy_is_invariant"]:
         t.add_row("max |ΔE|/E", f"{s['max_relative_energy_error']:.3e}")
     else:
         t.add_row("max |E(t) − E(0)|", f"{s['max_energy_change']:.3e}  (energy is not an invariant here)")
     t.add_row("max constraint residual", f"{s['max_constraint_residual']:.3e}")
+    if "max_holonomic_residual" in s:
+        t.add_row("max |φ(q)| (configuration)", f"{s['max_holonomic_residual']:.3e}  (constraint units)")
     for k, v in s["invariants"].items():
         if k != "energy":
             t.add_row(f"max rel. drift of {k}", f"{v['max_relative_deviation']:.3e}")
@@ -651,9 +704,10 @@ def _print_summary(s, outdir):
                   f"(integration {s['integration_wall_time_s']:.3f} s, compile {s['compile_time_s']:.2f} s)")
     if s["chart_switches"]:
         t.add_row("chart switches", f"{s['chart_switches']} (the almost-Poisson reduction's atlas)")
-    for w in s["warnings"]:
-        t.add_row("[yellow]warning[/yellow]", f"{w['category']}: {w['message']}")
-    _console().print(t)
+    con = _console()
+    con.print(t)
+    for w in s["warnings"]:          # below the table, one line each (a terminal wraps them itself)
+        con.print(f"[yellow]warning[/yellow]: {w['category']}: {w['message']}", soft_wrap=True, highlight=False)
     names = [Path(f).name for f in s["files"]] + ["summary.json"]
     click.echo(f"files in {outdir}: {', '.join(names)}")
 
@@ -753,7 +807,8 @@ def _parse_vary(items, model, members: int) -> dict:
 def sweep(model, members, vary, method_name, h, t_final, params, inits, save_every, keep, project,
           members_per_task, workers, scheduler, out):
     """Integrate MODEL from B initial states as tasks on a Dask cluster; write sweep.npz and
-    summary.json. Each task's result is its own file: rerunning the same command resumes."""
+    summary.json. Each task's result is its own file: rerunning the same command resumes.
+    Needs the sweep extra (dask.distributed): pip install 'dalembert[sweep]'."""
     import dalembert as dl
     spec = dl.models.spec(model)
     mdl = dl.models.get(spec.name, **_parse_params(params))
@@ -839,8 +894,7 @@ def bench(quick, models_, methods_, out):
         meths = [m.strip() for m in methods_.split(",") if m.strip()]
         for m in meths:
             dl.methods.get(m)
-    from rich.console import Console
-    err, t0 = Console(stderr=True), time.perf_counter()
+    err, t0 = _console(stderr=True), time.perf_counter()
 
     def progress(message):   # one line per stage on stderr: the table goes to stdout
         err.print(f"[dim]{time.perf_counter() - t0:7.1f} s[/dim]  {message}", highlight=False)

@@ -14,8 +14,54 @@ class InputError(DalembertError, ValueError):
     """Bad input: wrong shapes, non-finite numbers, h <= 0, inconsistent initial data..."""
 
 
-class SystemError_(InputError):
-    """A user callable of a system returned something unusable (shape, symmetry, rank...)."""
+class SystemDefinitionError(InputError):
+    """A user callable of a system returned something unusable (shape, symmetry, rank...), or
+    could not be traced by JAX. When the cause is JAX's error for NumPy (or a Python ``if``) on a
+    traced value, the message is one line with what to write instead (:func:`tracing_hint`)."""
+
+    def __str__(self):
+        text = super().__str__()
+        hint = tracing_hint(self.__cause__)
+        return text if hint is None else f"{text.splitlines()[0].rstrip()}; {hint}"
+
+
+#: JAX's errors for a traced value used as a concrete one, and what to write instead.
+_TRACING_HINTS = {
+    "TracerArrayConversionError": "the system's functions are traced by JAX: write them with jax.numpy "
+                                  "(import jax.numpy as jnp; jnp.sin(q[0]), not np.sin(q[0]))",
+    "ConcretizationTypeError": "the system's functions are traced by JAX: a Python if, bool(), int() or "
+                               "float() cannot read a value that depends on the state; use jnp.where or "
+                               "jax.lax.cond",
+    "TracerBoolConversionError": "the system's functions are traced by JAX: a Python if or bool() cannot "
+                                 "read a value that depends on the state; use jnp.where or jax.lax.cond",
+    "TracerIntegerConversionError": "the system's functions are traced by JAX: int() or an index cannot read "
+                                    "a value that depends on the state; use jnp.where or jax.lax.cond",
+}
+
+
+def tracing_hint(exc) -> str | None:
+    """What to write instead, for JAX's error ``exc`` about a traced value used as a concrete one
+    (NumPy's np.sin on a tracer, a Python ``if`` on one); None for any other exception."""
+    if exc is None or not type(exc).__module__.startswith("jax"):
+        return None
+    for cls in type(exc).__mro__:
+        if cls.__name__ in _TRACING_HINTS:
+            return _TRACING_HINTS[cls.__name__]
+    return None
+
+
+def __getattr__(name):
+    """``SystemError_``: the deprecated name of :class:`SystemDefinitionError` (a
+    DeprecationWarning outside dalembert)."""
+    if name == "SystemError_":
+        import sys
+        import warnings
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if not caller.startswith("dalembert."):
+            warnings.warn("dalembert.errors.SystemError_ is deprecated: use SystemDefinitionError (the same "
+                          "class)", DeprecationWarning, stacklevel=2)
+        return SystemDefinitionError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ConstraintViolationError(InputError):

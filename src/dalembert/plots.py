@@ -115,7 +115,8 @@ def run_figures(traj, model, out: Path) -> list[Path]:
     """Write path.png, energy.png, constraint.png for a trajectory of a built-in model; return
     their paths. energy.png shows the relative energy error where energy is an invariant of the
     model, else the energy change E(t) − E(0) (the work of the non-conservative forces, e.g. a
-    turning table's)."""
+    turning table's). constraint.png shows the rolling residual, and max |φ(q)| (constraint
+    units) beside it for a system with configuration constraints."""
     out.mkdir(parents=True, exist_ok=True)
     s = _stride(len(traj))
     t = np.asarray(traj.t[::s])
@@ -155,15 +156,34 @@ def run_figures(traj, model, out: Path) -> list[Path]:
     files.append(save_figure(fig, out / "energy.png"))
 
     fig, ax = plt.subplots(figsize=(6.5, 3.5))
-    res = np.max(np.abs(np.asarray(traj.constraint_residual[::s])), axis=1)
-    ax.semilogy(t, np.maximum(res, 1e-18), lw=0.8)
-    ax.set_xlabel(t_label)
     unit = unit_of(model, "velocity of x")
-    ax.set_ylabel("max |μ(q) v − ν(q)|" + (f" [{unit}, rad/s]" if unit else " (dimensionless)"))
+    rolling = "max |μ(q) v − ν(q)|" + (f" [{unit}, rad/s]" if unit else " (dimensionless)")
+    _residual_panel(ax, t, traj, s, rolling)
+    ax.set_xlabel(t_label)
     ax.set_title(f"{model.name}: constraint residual at the nodes ({label})", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     files.append(save_figure(fig, out / "constraint.png"))
     return files
+
+
+#: The label of the configuration-constraint residual's curve (φ is in the constraint's own units).
+HOLONOMIC_LABEL = "configuration: max |φ(q)| (constraint units)"
+
+
+def _residual_panel(ax, t, traj, s, rolling_label):
+    """The rolling constraint residual max |μ(q) v − ν(q)| against time, and beside it, for a
+    system with configuration constraints (``holonomic_residual`` (N+1, k)), max |φ(q)| in the
+    constraint's own units; a legend when there are both. ``s``: the stride of ``t``."""
+    res = np.max(np.abs(np.asarray(traj.constraint_residual[::s]).reshape(len(t), -1)), axis=1, initial=0.0)
+    if "holonomic_residual" not in traj.fields():
+        ax.semilogy(t, np.maximum(res, 1e-18), lw=0.8)
+        ax.set_ylabel(rolling_label)
+        return
+    phi = np.max(np.abs(np.asarray(traj.holonomic_residual[::s]).reshape(len(t), -1)), axis=1, initial=0.0)
+    ax.semilogy(t, np.maximum(res, 1e-18), lw=0.8, label=f"rolling: {rolling_label}")
+    ax.semilogy(t, np.maximum(phi, 1e-18), lw=0.8, color=OKABE_ITO[3], label=HOLONOMIC_LABEL)
+    ax.set_ylabel("max |residual| (each in its own units)")
+    ax.legend(fontsize=7)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,7 +220,8 @@ def _state_panel(ax, t, traj):
 
 def trajectory_figure(traj):
     """A quick-look Figure of a Trajectory: a state array, the relative energy error and the
-    constraint residual against time. Units are the system's own."""
+    constraint residual against time (with max |φ(q)| beside it for a system with configuration
+    constraints). Units are the system's own."""
     t = np.asarray(traj.t)
     s = _stride(len(t))
     md = traj.metadata
@@ -211,9 +232,7 @@ def trajectory_figure(traj):
         axes[1].set_ylabel("|E(t) − E(0)| / |E(0)| (dimensionless)")
         axes[1].set_title("relative energy error (where E is an invariant; else the energy change)", fontsize=9)
     if traj.constraint_residual is not None:
-        res = np.max(np.abs(np.asarray(traj.constraint_residual).reshape(len(t), -1)), axis=1)
-        axes[2].semilogy(t[::s], np.maximum(res[::s], 1e-18), lw=0.8)
-        axes[2].set_ylabel("max |constraint residual| (system units)")
+        _residual_panel(axes[2], t[::s], traj, s, "max |constraint residual| (system units)")
         axes[2].set_title("constraint residual at the nodes", fontsize=9)
     for ax in axes:
         ax.set_xlabel("t (s)" if md.get("units") else "t (system units)")

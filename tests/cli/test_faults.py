@@ -275,3 +275,42 @@ def test_sigkill_soak(tmp_path, reference):
         Path(os.environ["DALEMBERT_FAULT_TABLE"]).write_text(json.dumps(table, indent=2))
     for kind, row in table.items():
         assert row["lost"] == 0 and row["bit_for_bit"] == row["trials"], (kind, row)
+
+
+def test_rerunning_the_same_command_continues_its_checkpoint_and_another_is_refused(tmp_path, monkeypatch, capsys):
+    """After an interrupt, the same `dalembert run` command continues from the checkpoint (the
+    uninterrupted run's result bit for bit, checkpoint removed); another command (here --h)
+    into the same --out is refused in one line and leaves the checkpoint and the partial result."""
+    from unittest import mock
+
+    from dalembert import cli
+    from dalembert.engine import loop, stream
+    out = tmp_path / "run"
+    args = ["run", "gearbox", "--h", "0.01", "--t-final", "2", "--no-plots", "--out", str(out)]
+    monkeypatch.setattr(loop, "CHUNK_SAVES", 50)         # four chunks
+    real, count = stream.MemoryNodes.append_records, {"n": 0}
+
+    def stop(self, records, layout):
+        count["n"] += 1
+        if count["n"] == 2:
+            raise KeyboardInterrupt
+        return real(self, records, layout)
+
+    def run(argv):
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        return e.value.code, capsys.readouterr()
+    with mock.patch.object(stream.MemoryNodes, "append_records", stop):
+        code, _ = run(args)
+    assert code == 130 and (out / "checkpoint.npz").exists()
+    before = {f: (out / f).read_bytes() for f in ("checkpoint.npz", "trajectory.npz")}
+    code, io = run(args[:3] + ["0.02"] + args[4:])
+    assert code == 1 and io.err.count("\n") == 1 and "holds another run's checkpoint (differs in: --h (0.01" in io.err
+    assert {f: (out / f).read_bytes() for f in before} == before
+    code, io = run(args)
+    assert code == 0 and "from the checkpoint at step 50" in io.out, io.err
+    assert not (out / "checkpoint.npz").exists()
+    mdl = dl.models.get("gearbox")
+    ref = dl.integrate(mdl.system, "nh-rattle", h=0.01, t_final=2.0, **mdl.initial_state)
+    res = dl.load(out / "trajectory.npz")
+    assert res.metadata["resumed_at_step"] == 50 and np.array_equal(res.q, ref.q) and np.array_equal(res.v, ref.v)

@@ -52,9 +52,10 @@ def test_method_auto_is_the_models_default_and_warnings_are_kept(tmp_path, capsy
     assert str(out) in stdout and "trajectory.npz" in stdout
     # the two-step GNI in the sleigh's attracting regime: the warning is in the files, not only on stderr
     bad = tmp_path / "gni"
-    code, _, err = run_cli(["run", "chaplygin-sleigh", "--method", "gni-midpoint", "--param", "J=1", "--init",
+    code, stdout, err = run_cli(["run", "chaplygin-sleigh", "--method", "gni-midpoint", "--param", "J=1", "--init",
                             "v0=-0.5,0,0.3", "--project", "--no-plots", "--out", str(bad)], capsys)
     assert code == 0 and "ParasiticModeWarning" in err
+    assert "or a smaller h" in next(ln for ln in stdout.splitlines() if ln.startswith("warning: ParasiticModeWarning"))
     summary = json.loads((bad / "summary.json").read_text())
     assert [w["category"] for w in summary["warnings"]] == ["ParasiticModeWarning"]
     assert summary["parasitic_mode"]["step"] > 0
@@ -69,3 +70,49 @@ def test_method_auto_is_the_models_default_and_warnings_are_kept(tmp_path, capsy
 def test_a_typo_gets_the_closest_name(args, hint, capsys):
     code, _, err = run_cli(args, capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and hint in err
+
+
+def test_the_reference_method_runs_without_a_checkpoint_and_says_so(tmp_path, capsys):
+    out = tmp_path / "ref"
+    code, stdout, err = run_cli(["run", "chaplygin-sleigh", "--method", "reference", "--h", "0.1", "--t-final", "2",
+                                 "--no-plots", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert "no checkpoint" in stdout and "outside the compiled engine" in stdout
+    assert dl.load(out / "trajectory.npz").metadata["method"] == "reference"
+    assert not (out / "checkpoint.npz").exists() and (out / "summary.json").exists()
+    # asked for explicitly: refused in one line before any work, naming the option
+    for flag in ("--checkpoint", "--stream"):
+        code, _, err = run_cli(["run", "chaplygin-sleigh", "--method", "reference", flag, "--out",
+                                str(tmp_path / "x")], capsys)
+        assert code == 1 and len(err.strip().splitlines()) == 1 and f"error: {flag}: reference runs outside" in err
+        assert not (tmp_path / "x").exists()
+    # the negative control: a compiled method with --checkpoint is not refused
+    code, stdout, err = run_cli(["run", "chaplygin-sleigh", "--method", "nh-rattle", "--h", "0.1", "--t-final", "2",
+                                 "--checkpoint", "--no-plots", "--out", str(tmp_path / "y")], capsys)
+    assert code == 0 and "no checkpoint" not in stdout, err
+
+
+def test_sweep_without_dask_names_the_extra_in_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+    for name in ("dask", "dask.distributed", "distributed", "cloudpickle"):
+        monkeypatch.setitem(sys.modules, name, None)          # (import of a None entry: ImportError)
+    code, _, err = run_cli(["sweep", "chaplygin-sleigh", "--members", "2", "--out", str(tmp_path / "s")], capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "pip install 'dalembert[sweep]'" in err and "not installed" in err
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("columns", [None, "60"])
+def test_piped_output_is_not_wrapped_at_80_columns_unless_COLUMNS_says_so(columns, tmp_path, capsys, monkeypatch):
+    from dalembert import cli
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    code, stdout, err = run_cli(["run", "nonholonomic-particle", "--h", "0.05", "--t-final", "2", "--no-plots",
+                                 "--out", str(tmp_path / "p")], capsys)
+    assert code == 0, err
+    speed = [ln for ln in stdout.splitlines() if "speed" in ln]
+    # the speed row is about 90 columns: one line piped, wrapped in 60 columns (the negative control)
+    assert ("compile" in speed[0] and len(speed[0]) > 80) == (columns is None)
+    assert cli._console().width == (cli.PIPE_WIDTH if columns is None else 60)

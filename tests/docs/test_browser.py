@@ -118,3 +118,56 @@ def test_docs_site_pages_load_without_errors(browser, docs_site):
             page.close()
     finally:
         server.shutdown()
+
+
+#: The words (runs of non-space characters) of an element's text that the layout splits over two
+#: lines, each as [word, "hyphen" (the break follows a hyphen, dash or slash) or "mid-word"].
+SPLIT_WORDS_JS = """(root) => {
+  const out = [];
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const re = /\\S+/g;
+    let m;
+    while ((m = re.exec(node.data)) !== null) {
+      let prev = null;
+      for (let i = 0; i < m[0].length; i++) {
+        const r = document.createRange();
+        r.setStart(node, m.index + i);
+        r.setEnd(node, m.index + i + 1);
+        const rects = Array.from(r.getClientRects()).filter(x => x.width > 0);
+        if (!rects.length) continue;
+        const top = Math.round(rects[0].top);
+        if (prev !== null && Math.abs(top - prev) > 2) {
+          out.push([m[0], /[-–—\\/]/.test(m[0][i - 1]) ? "hyphen" : "mid-word"]);
+          break;
+        }
+        prev = top;
+      }
+    }
+  }
+  return out;
+}"""
+
+
+def test_method_chooser_is_readable_at_1280_px(browser, docs_site):
+    """At 1280 px the chooser table fits the page and splits no word over two lines (no break
+    inside a word, nor after a hyphen of one: method names, 1e-13); the details table breaks no
+    plain word inside it. The check itself sees a word split (negative control)."""
+    url, server = serve(docs_site)
+    try:
+        page, errors, failed = open_page(browser, f"{url}/reference/methods.html")
+        chooser = page.query_selector("article table")
+        head = page.evaluate("(t) => Array.from(t.querySelectorAll('th')).map(x => x.textContent.trim())", chooser)
+        assert head == ["method", "order", "use when", "cost", "preserves"]
+        assert chooser.evaluate(SPLIT_WORDS_JS) == []
+        assert chooser.evaluate("(t) => t.scrollWidth <= t.clientWidth + 1")      # no horizontal scroll
+        details = page.query_selector_all("article table")[1]
+        assert [w for w, kind in details.evaluate(SPLIT_WORDS_JS) if kind == "mid-word" and w.isalpha()] == []
+        probe = page.evaluate_handle("""() => { const d = document.createElement('div');
+            d.style.cssText = 'width: 40px; overflow-wrap: anywhere; font-size: 16px';
+            d.textContent = 'nonholonomic gni-euler-a'; document.body.appendChild(d); return d; }""")
+        assert {kind for _, kind in probe.evaluate(SPLIT_WORDS_JS)} == {"mid-word", "hyphen"}
+        assert errors == [] and failed == []
+        page.screenshot(path=str(artifacts() / "docs-method-chooser.png"), full_page=False)
+    finally:
+        server.shutdown()

@@ -80,18 +80,28 @@ def test_build_is_strict_and_has_no_warnings(docs_build):
 
 
 def test_method_table_has_one_row_per_registered_method(docs_site):
+    """The chooser (method, order, use when, cost, preserves) and the details, one row per
+    registered method each; every method has its own "use when" and a cost."""
     _, page = read(docs_site, "reference/methods")
     tables = [t for t in page.tables if t["head"][:1] == ["method"]]
-    assert len(tables) == 1, [t["head"] for t in page.tables]
-    head, rows = tables[0]["head"], tables[0]["rows"]
-    assert head[:4] == ["method", "order", "symmetric", "step"]
-    methods = dl.methods.available()
-    assert [r[0] for r in rows] == list(methods)
-    for row in rows:
+    assert len(tables) == 2, [t["head"] for t in page.tables]
+    (chooser, details), methods = tables, dl.methods.available()
+    assert chooser["head"] == ["method", "order", "use when", "cost", "preserves"]
+    assert details["head"][:3] == ["method", "symmetric", "step"]
+    for table in (chooser, details):
+        assert [r[0] for r in table["rows"]] == list(methods)
+    for row in chooser["rows"]:
         traits = methods[row[0]]
-        assert row[1] == str(traits.order), row
-        assert row[2] == ("yes" if traits.symmetric else "no"), row
-        assert row[3].startswith("implicit" if traits.implicit else "explicit"), row
+        assert row[1] == str(traits.order) and row[2] not in ("", "—") and row[3] not in ("", "—"), row
+        assert row[3].startswith(("explicit", "Newton on")), row
+        for inv in traits.invariants():
+            assert inv.label in row[4], row
+    assert len({r[2] for r in chooser["rows"]}) == len(methods)       # advice of its own for each
+    head = details["head"]
+    for row in details["rows"]:
+        traits = methods[row[0]]
+        assert row[1] == ("yes" if traits.symmetric else "no"), row
+        assert row[2].startswith("implicit" if traits.implicit else "explicit"), row
         for kind in traits.integrates:
             assert kind in row[head.index("integrates")], row
 

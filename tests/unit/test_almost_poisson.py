@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dalembert as dl
-from dalembert.errors import ConstraintViolationError, InputError, SystemError_
+from dalembert.errors import ConstraintViolationError, InputError, SystemDefinitionError
 from dalembert.methods import discrete_gradients as dgm
 from dalembert.systems.reduction import householder_qr, null_space_basis
 
@@ -227,11 +227,11 @@ def skew2(x):
 
 
 @pytest.mark.parametrize("pi, H, x0, err, words", [
-    (lambda x: jnp.array([[0.0, 1.0], [1.0, 0.0]]), lambda x: jnp.sum(x * x), [1.0, 0.0], SystemError_, "skew"),
-    (lambda x: jnp.eye(3), lambda x: jnp.sum(x * x), [1.0, 0.0], SystemError_, "shape"),
-    (skew2, lambda x: x * x, [1.0, 0.0], SystemError_, "shape"),
-    (skew2, lambda x: jnp.log(x[0]), [-1.0, 0.0], SystemError_, "non-finite"),
-    (lambda x: jnp.array([[0.0, jnp.nan], [-1.0, 0.0]]), lambda x: jnp.sum(x * x), [1.0, 0.0], SystemError_,
+    (lambda x: jnp.array([[0.0, 1.0], [1.0, 0.0]]), lambda x: jnp.sum(x * x), [1.0, 0.0], SystemDefinitionError, "skew"),
+    (lambda x: jnp.eye(3), lambda x: jnp.sum(x * x), [1.0, 0.0], SystemDefinitionError, "shape"),
+    (skew2, lambda x: x * x, [1.0, 0.0], SystemDefinitionError, "shape"),
+    (skew2, lambda x: jnp.log(x[0]), [-1.0, 0.0], SystemDefinitionError, "non-finite"),
+    (lambda x: jnp.array([[0.0, jnp.nan], [-1.0, 0.0]]), lambda x: jnp.sum(x * x), [1.0, 0.0], SystemDefinitionError,
      "non-finite"),
     (skew2, lambda x: jnp.sum(x * x), [1.0, np.inf], InputError, "non-finite"),
     (skew2, lambda x: jnp.sum(x * x), [[1.0, 0.0]], InputError, "1-D"),

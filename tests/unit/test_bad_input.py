@@ -9,7 +9,7 @@ import pytest
 
 import dalembert as dl
 from dalembert.errors import (ConstraintViolationError, ConvergenceError, DalembertError, InputError,
-                              SystemError_, UnknownNameError)
+                              SystemDefinitionError, UnknownNameError)
 
 P1 = dl.models.get("p1-linear")
 
@@ -134,7 +134,7 @@ def test_project_true_projects_G_orthogonally(model_name):
 def test_wrong_shapes_name_the_callable(kw, names):
     system = make(**kw)
     for _ in range(2):        # shape checks are cached only once they pass: a second run fails too
-        with pytest.raises(SystemError_) as ei:
+        with pytest.raises(SystemDefinitionError) as ei:
             run(system, q0=Q0, v0=V0)
         for s in names:
             assert s in str(ei.value)
@@ -148,7 +148,7 @@ def test_wrong_shapes_name_the_callable(kw, names):
     (dict(potential=lambda q: jnp.sqrt(q[0] ** 2)), "potential"),   # ∇V(0) = NaN
 ])
 def test_non_finite_values_from_callables(kw, name):
-    with pytest.raises(SystemError_) as ei:
+    with pytest.raises(SystemDefinitionError) as ei:
         run(make(**kw), q0=Q0, v0=V0)
     assert name in str(ei.value)
     assert "non-finite" in str(ei.value)
@@ -157,7 +157,7 @@ def test_non_finite_values_from_callables(kw, name):
 def test_callable_that_raises_is_reported():
     def bad(q):
         raise RuntimeError("boom")
-    with pytest.raises(SystemError_) as ei:
+    with pytest.raises(SystemDefinitionError) as ei:
         run(make(potential=bad), q0=Q0, v0=V0)
     assert "potential" in str(ei.value) and "boom" in str(ei.value)
 
@@ -169,19 +169,19 @@ def test_callable_that_raises_is_reported():
 ])
 def test_bad_mass_matrix(G, what):
     for mass in (G, lambda q: jnp.asarray(G)):
-        with pytest.raises(SystemError_) as ei:
+        with pytest.raises(SystemDefinitionError) as ei:
             run(make(mass_matrix=mass), q0=Q0, v0=V0)
         assert "mass_matrix" in str(ei.value) and what in str(ei.value)
 
 
 def test_non_square_mass_array_rejected_at_construction():
-    with pytest.raises(SystemError_, match="mass_matrix"):
+    with pytest.raises(SystemDefinitionError, match="mass_matrix"):
         make(mass_matrix=np.ones((2, 3)))
 
 
 def test_rank_deficient_constraints():
     twice = lambda q: jnp.concatenate([_mu_particle(q), _mu_particle(q)])  # noqa: E731
-    with pytest.raises(SystemError_) as ei:
+    with pytest.raises(SystemDefinitionError) as ei:
         run(make(constraint_matrix=twice), q0=Q0, v0=V0)
     assert "constraint_matrix" in str(ei.value) and "rank" in str(ei.value)
 
@@ -426,15 +426,41 @@ def test_complex_data_are_refused_by_the_systems_checks():
     from dalembert.systems.lie_nonholonomic import LieNonholonomicSystem
     G = np.eye(3) * (1 + 0.5j)
     for mass in (G, np.eye(3) + 0j):
-        with pytest.raises(SystemError_) as ei:
+        with pytest.raises(SystemDefinitionError) as ei:
             make(mass_matrix=mass)
         assert "mass_matrix is complex (complex128); it must be real" in _one_line(ei)
-    with pytest.raises(SystemError_) as ei:
+    with pytest.raises(SystemDefinitionError) as ei:
         run(make(mass_matrix=lambda q: jnp.asarray(G) * (1.0 + q[0] ** 2)), q0=Q0, v0=V0)
     assert "mass_matrix(q0) returns complex values" in _one_line(ei)
-    with pytest.raises(SystemError_) as ei:
+    with pytest.raises(SystemDefinitionError) as ei:
         dl.EulerPoincareSuslovSystem(np.diag([1.0, 2.0, 3.0]) * (1 + 1j), np.array([[0.0, 0.0, 1.0]]))
     assert "inertia is complex" in _one_line(ei)
-    with pytest.raises(SystemError_) as ei:
+    with pytest.raises(SystemDefinitionError) as ei:
         LieNonholonomicSystem(np.diag([1.0, 2.0, 3.0]) * (1 + 1j), lambda R: R[2, :][None, :])
     assert "inertia is complex" in _one_line(ei)
+
+
+def _skate(potential, mu=None):
+    return dl.NonholonomicSystem(mass_matrix=np.eye(3), potential=potential,
+                                 constraint_matrix=mu or (lambda q: jnp.array([[-jnp.sin(q[2]), jnp.cos(q[2]), 0.0]])))
+
+
+@pytest.mark.parametrize("potential, mu, hint", [
+    (lambda q: np.sin(q[0]), None, "write them with jax.numpy (import jax.numpy as jnp; jnp.sin(q[0]), not np.sin"),
+    (lambda q: q[0] if q[0] > 0 else -q[0], None, "use jnp.where or jax.lax.cond"),
+    (lambda q: 0.0 * q[0], lambda q: np.array([[-np.sin(q[2]), np.cos(q[2]), 0.0]]), "with jax.numpy"),
+])
+def test_numpy_or_python_control_flow_in_a_callable_gets_a_one_line_hint(potential, mu, hint):
+    with pytest.raises(SystemDefinitionError) as e:
+        dl.integrate(_skate(potential, mu), "nh-rattle", q0=np.zeros(3), v0=np.array([1.0, 0, 0]), h=0.1, t_final=1)
+    msg = str(e.value)
+    assert "\n" not in msg and hint in msg and "JAX" in msg and type(e.value).__name__ == "SystemDefinitionError"
+
+
+def test_other_callable_errors_get_no_tracing_hint_and_the_old_name_still_works():
+    with pytest.raises(SystemDefinitionError) as e:          # a wrong shape: no JAX tracing error behind it
+        dl.integrate(_skate(lambda q: q[:2]), "nh-rattle", q0=np.zeros(3), v0=np.array([1.0, 0, 0]), h=0.1, t_final=1)
+    assert "jax.numpy" not in str(e.value) and "jnp.where" not in str(e.value)
+    with pytest.warns(DeprecationWarning, match="SystemDefinitionError"):
+        from dalembert.errors import SystemError_
+    assert SystemError_ is SystemDefinitionError and issubclass(SystemDefinitionError, dl.InputError)

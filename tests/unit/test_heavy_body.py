@@ -13,7 +13,7 @@ from scipy.integrate import solve_ivp
 
 import dalembert as dl
 from dalembert.convergence import fitted_order
-from dalembert.errors import InputError, SystemError_
+from dalembert.errors import InputError, SystemDefinitionError
 from dalembert.monitors import ParasiticModeWarning
 
 INERTIA = np.array([[2.0, 0.1, 0.0], [0.1, 1.5, 0.2], [0.0, 0.2, 1.0]])
@@ -67,7 +67,7 @@ def test_heavy_body_is_its_own_kind():
     R0, w0 = STATES[0]
     with pytest.raises(InputError, match="heavy-body"):
         dl.integrate(BODY, "eps-midpoint", R0=R0, omega0=w0, h=0.01, t_final=0.1, progress=False)
-    with pytest.raises(SystemError_, match="quadratic"):
+    with pytest.raises(SystemDefinitionError, match="quadratic"):
         dl.LeftInvariantSystem(lambda w: 0.5 * w @ w + 0.1 * (w @ w) ** 2, A, potential=_V)
 
 

@@ -102,7 +102,7 @@ def test_methods_needing_a_quadratic_lagrangian_say_so(method):
 
 
 def test_bad_reduced_lagrangian():
-    with pytest.raises(dl.errors.SystemError_, match="scalar"):
+    with pytest.raises(dl.errors.SystemDefinitionError, match="scalar"):
         dl.LeftInvariantSystem(lambda w: w, A)
-    with pytest.raises(dl.errors.SystemError_, match="positive definite"):
+    with pytest.raises(dl.errors.SystemDefinitionError, match="positive definite"):
         dl.LeftInvariantSystem(lambda w: -0.5 * jnp.dot(w, w), A)

@@ -14,7 +14,7 @@ import pytest
 
 import dalembert as dl
 from dalembert.convergence import fitted_order
-from dalembert.errors import ConstraintViolationError, ConvergenceError, InputError, SystemError_
+from dalembert.errors import ConstraintViolationError, ConvergenceError, InputError, SystemDefinitionError
 from dalembert.lie import so3
 from dalembert.monitors import ParasiticModeWarning
 from dalembert.methods.reduced_gni import sv_discrete_lagrangian
@@ -148,27 +148,27 @@ def test_bad_systems():
     mu = np.array([1.0, 0, 0, -0.7, 0.3])
     bad = G.copy()
     bad[4, 4] = -1.0
-    with pytest.raises(SystemError_, match="positive definite"):
+    with pytest.raises(SystemDefinitionError, match="positive definite"):
         dl.ReducedSystem(bad, mu)
     ns = G.copy()
     ns[0, 1] = 0.5
-    with pytest.raises(SystemError_, match="not symmetric"):
+    with pytest.raises(SystemDefinitionError, match="not symmetric"):
         dl.ReducedSystem(ns, mu)
-    with pytest.raises(SystemError_, match="metric"):
+    with pytest.raises(SystemDefinitionError, match="metric"):
         dl.ReducedSystem(lambda x: jnp.eye(4), mu)
-    with pytest.raises(SystemError_, match="constraint_matrix"):
+    with pytest.raises(SystemDefinitionError, match="constraint_matrix"):
         dl.ReducedSystem(G, lambda x, R: jnp.ones((1, 4)))
-    with pytest.raises(SystemError_, match="constraint_matrix"):
+    with pytest.raises(SystemDefinitionError, match="constraint_matrix"):
         dl.ReducedSystem(G, lambda x, R: undefined_name)  # noqa: F821
-    with pytest.raises(SystemError_, match="rank deficient"):
+    with pytest.raises(SystemDefinitionError, match="rank deficient"):
         dl.ReducedSystem(G, np.stack([mu, 2 * mu]))
-    with pytest.raises(SystemError_, match="potential"):
+    with pytest.raises(SystemDefinitionError, match="potential"):
         dl.ReducedSystem(G, mu, potential=lambda x: x)
-    with pytest.raises(SystemError_, match="constraint_rhs"):
+    with pytest.raises(SystemDefinitionError, match="constraint_rhs"):
         dl.ReducedSystem(G, mu, constraint_rhs=lambda x, R: jnp.zeros(2))
-    with pytest.raises(SystemError_, match="trivialization"):
+    with pytest.raises(SystemDefinitionError, match="trivialization"):
         dl.ReducedSystem(G, mu, trivialization="body")
-    with pytest.raises(SystemError_, match="shape_dim"):
+    with pytest.raises(SystemDefinitionError, match="shape_dim"):
         dl.ReducedSystem(lambda x: jnp.asarray(G), lambda x, R: jnp.asarray(mu)[None])
 
 
@@ -411,7 +411,7 @@ def test_group_dependence_is_read_from_the_signature_and_checked():
     assert s.group_metric and s.group_potential and s.group_dependent and s.n == 1
     plain = dl.ReducedSystem(lambda x: jnp.asarray(G), mu, potential=lambda x: x[0] ** 2, shape_dim=1)
     assert not plain.group_dependent
-    with pytest.raises(SystemError_, match="trivialization='left'"):
+    with pytest.raises(SystemDefinitionError, match="trivialization='left'"):
         dl.ReducedSystem(G, mu, potential=pot, trivialization="right")
     with pytest.raises(InputError, match="depends on R; pass R"):
         s.energy(np.zeros(1), np.zeros(1), np.zeros(3))

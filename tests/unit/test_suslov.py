@@ -14,7 +14,7 @@ from scipy.integrate import solve_ivp
 
 import dalembert as dl
 from dalembert.convergence import fitted_order, roundoff_floor
-from dalembert.errors import ConstraintViolationError, InputError, SystemError_
+from dalembert.errors import ConstraintViolationError, InputError, SystemDefinitionError
 from dalembert.lie import so3
 from dalembert.methods.eps import group_deps_residual
 from dalembert.models.suslov import INERTIA, INERTIA_PRINTED, OMEGA0, exact_omega, reconstruct_reference
@@ -365,21 +365,21 @@ def test_midpoint_reconstruction_local_order_3():
 
 # --------------------------------------------------------------------------- bad input
 def test_bad_inertia_and_constraints():
-    with pytest.raises(SystemError_, match="not symmetric"):
+    with pytest.raises(SystemDefinitionError, match="not symmetric"):
         dl.EulerPoincareSuslovSystem(INERTIA_PRINTED, E3)
     s = dl.EulerPoincareSuslovSystem(INERTIA_PRINTED, E3, allow_nonsymmetric=True)
     assert not s.symmetric
-    with pytest.raises(SystemError_, match="positive definite"):
+    with pytest.raises(SystemDefinitionError, match="positive definite"):
         dl.EulerPoincareSuslovSystem(np.diag([1.0, -1.0, 1.0]), E3)
-    with pytest.raises(SystemError_, match="shape"):
+    with pytest.raises(SystemDefinitionError, match="shape"):
         dl.EulerPoincareSuslovSystem(np.eye(2), E3)
-    with pytest.raises(SystemError_, match="zero"):
+    with pytest.raises(SystemDefinitionError, match="zero"):
         dl.EulerPoincareSuslovSystem(INERTIA, [[1.0, 0, 0], [0, 0, 0]])
-    with pytest.raises(SystemError_, match="dependent"):
+    with pytest.raises(SystemDefinitionError, match="dependent"):
         dl.EulerPoincareSuslovSystem(INERTIA, [[1.0, 2.0, 0], [2.0, 4.0, 0]])
-    with pytest.raises(SystemError_, match="1 or 2"):
+    with pytest.raises(SystemDefinitionError, match="1 or 2"):
         dl.EulerPoincareSuslovSystem(INERTIA, np.eye(3))
-    with pytest.raises(SystemError_, match="non-finite"):
+    with pytest.raises(SystemDefinitionError, match="non-finite"):
         dl.EulerPoincareSuslovSystem(INERTIA, [np.nan, 0, 1])
 
 

@@ -656,10 +656,10 @@ def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, p
             except KeyboardInterrupt:
                 stopped = "SIGINT"
                 break
-            state = new_state
+            # the state, the nodes and the counts advance together, after the nodes are appended: an
+            # interrupt while they are (a KeyboardInterrupt in the API) checkpoints the previous chunk's
             ok_all, fail_all, cause_all = (np.atleast_1d(np.asarray(x)) for x in (ok, fail_at, cause))
-            it_total += int(np.sum(mine(it_sum)))
-            it_max = max(it_max, int(np.max(mine(it_mx))))
+            its = (it_total + int(np.sum(mine(it_sum))), max(it_max, int(np.max(mine(it_mx)))))
             newly = np.flatnonzero(np.atleast_1d(alive) & ~ok_all)
             for i in newly:
                 if members is None or i < members:
@@ -670,10 +670,10 @@ def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, p
                 i = min(failures, key=lambda m: failures[m][0])
                 keep_rows = (failures[i][0] - done * save_every) // save_every if done < full else 0
                 nodes.append_records(first(outs, keep_rows), layout)
-                done += keep_rows
+                state, done, (it_total, it_max) = new_state, done + keep_rows, its
                 break
             nodes.append_records(first(outs, n_active), layout)
-            done += n_active
+            state, done, (it_total, it_max) = new_state, done + n_active, its
             bar.update(done, time.perf_counter() - t_run)
             if batched and not np.any(alive[keep_m]):
                 break

@@ -143,7 +143,7 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
               progress: bool | None = None, chunk_steps: int = loop.CHUNK_STEPS,
               metadata: dict | None = None, checkpoint=None,
               checkpoint_every: float = CHECKPOINT_EVERY, stream=None, save_at=None, events=None,
-              controls=None, **kwargs) -> Trajectory:
+              controls=None, keep_checkpoint: bool = False, **kwargs) -> Trajectory:
     """Integrate a nonholonomic system with a structure-preserving method.
 
     Parameters
@@ -170,9 +170,17 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
     metadata : extra entries for ``Trajectory.metadata`` (e.g. model parameters).
     checkpoint : a path (``.npz``): write a checkpoint there every ``checkpoint_every`` seconds
         and when the run is interrupted (:mod:`dalembert.engine.checkpoint`; atomic writes);
-        :func:`resume` continues it. Compiled methods only.
+        :func:`resume` continues it. Compiled methods only. When the run completes, the
+        checkpoint is removed (after a streamed run's file is complete). A path that already holds
+        a checkpoint of *this* run (same system — by name, kind and content fingerprint —, method,
+        options, h, t_final, save_every, initial state, metadata and stream) continues it, as
+        :func:`resume` would (``metadata['resumed_at_step']`` says where); a path holding another
+        run's checkpoint, or a file that is not a checkpoint, is refused (InputError): neither is
+        overwritten nor ignored.
     checkpoint_every : seconds between checkpoints (default 60; ``math.inf``: only when
         interrupted).
+    keep_checkpoint : leave the checkpoint of a completed run in place (default False: removed);
+        for a caller that removes it itself once it has saved the result (``dalembert run``).
     stream : a path (``.h5``): write the nodes to this HDF5 file chunk by chunk instead of
         keeping them in memory (:mod:`dalembert.engine.stream`), so that memory stays bounded
         whatever the run's length. The file is written as ``<stream>.partial`` and renamed when
@@ -227,7 +235,7 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
         return integrate_dense(system, method, h=h, t_final=t_final, t0=t0, save_every=save_every,
                                project=project, progress=progress, chunk_steps=chunk_steps, metadata=metadata,
                                checkpoint=checkpoint, checkpoint_every=checkpoint_every, stream=stream,
-                               save_at=save_at, events=events, **kwargs)
+                               keep_checkpoint=keep_checkpoint, save_at=save_at, events=events, **kwargs)
     h, duration, save_every, method = check_run(h, float(t_final) - t0, save_every, method)
     checkpoint, stream = check_output_paths(checkpoint, stream)      # before any work
     metadata = checked_metadata(metadata)         # at the call, not when the result is saved
@@ -255,15 +263,62 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
                 raise InputError(f"{name}: {method.name} does not run in the compiled engine, which "
                                  f"writes {name}s")
         return _integrate_uncompiled(system, method, x0s, h, n_steps, save_every, md, options)
+    if checkpoint is not None and checkpoint.exists():   # this run's, continued; another's, refused
+        ck = _checkpoint_of_this_run(checkpoint, system, md, x0s, stream)
+        run = _Run(system, method, x0s, h, n_steps, save_every, dict(ck["metadata"]), options, progress,
+                   chunk_steps, checkpoint, checkpoint_every, stream_of_checkpoint(ck), keep_checkpoint)
+        return run.go(resume_from=ck)
     if stream is not None:
         md["stream"] = str(stream)
     run = _Run(system, method, x0s, h, n_steps, save_every, md, options, progress, chunk_steps,
-               checkpoint, checkpoint_every, stream)
+               checkpoint, checkpoint_every, stream, keep_checkpoint)
     return run.go()
 
 
+#: Metadata entries of a run that do not identify it (compared otherwise, or version-dependent).
+_NOT_IDENTITY = ("traits", "dalembert_version", "jax_version", "stream", "system_fingerprint")
+
+
+def _checkpoint_of_this_run(path, system, md, x0s, stream) -> dict:
+    """The checkpoint at ``path`` (:func:`dalembert.engine.checkpoint.read`) when it is one of the
+    run ``md`` describes (metadata entries but :data:`_NOT_IDENTITY`, the stream file and the
+    system's content fingerprint all the same).
+
+    Raises InputError (one line) for a file that is not a checkpoint, or one of another run,
+    naming what differs."""
+    from . import checkpoint as ckpt_mod
+    what_to_do = ("resume that run (dl.resume(path, system); CLI: dalembert run --resume DIR), remove the file, "
+                  "or choose another checkpoint path (CLI: --out)")
+    try:
+        ck = ckpt_mod.read(path)
+    except InputError as exc:
+        raise InputError(f"checkpoint: {exc}; it is left as it is: remove it or choose another checkpoint "
+                         f"path") from None
+    theirs = ck["metadata"]
+    try:
+        mine = json.loads(json.dumps(md, default=json_default))
+    except TypeError as exc:
+        raise InputError(f"checkpoint: the run's options/metadata must be JSON values ({exc})") from None
+
+    def shown(k):
+        a, b = theirs.get(k), mine.get(k)
+        short = all(isinstance(x, (str, int, float, type(None))) for x in (a, b))
+        return f"{k} ({a!r} there, {b!r} here)" if short else k
+    differ = [shown(k) for k in sorted((set(theirs) | set(mine)) - set(_NOT_IDENTITY)) if theirs.get(k) != mine.get(k)]
+    there = stream_of_checkpoint(ck)
+    if (there is None) != (stream is None) or (there is not None and Path(there).resolve() != Path(stream).resolve()):
+        differ.append(f"stream ({there} there, {stream} here)")
+    fp = theirs.get("system_fingerprint")
+    if not differ and fp is not None and system_fingerprint(system, x0s) != fp:
+        differ.append("the system's functions (same name, other values at the probe states)")
+    if differ:
+        raise InputError(f"checkpoint {ck['path']} holds another run's checkpoint (differs in: {'; '.join(differ)}): "
+                         f"{what_to_do}")
+    return ck
+
+
 def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
-           checkpoint_every: float = CHECKPOINT_EVERY) -> Trajectory:
+           checkpoint_every: float = CHECKPOINT_EVERY, keep_checkpoint: bool = False) -> Trajectory:
     """Continue a run from its checkpoint (written by ``integrate(..., checkpoint=path)`` or
     ``dalembert run --checkpoint``); the result equals the uninterrupted run's bit for bit.
 
@@ -277,6 +332,9 @@ def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
     checkpoint : True (default): keep checkpointing to the same file; a path: to that file;
         False/None: write none.
     checkpoint_every : seconds between checkpoints.
+    keep_checkpoint : leave the checkpoint the run writes (``checkpoint``; with the default True,
+        the one it resumed from) in place when the run completes (default False: removed once
+        the result is complete). With ``checkpoint=False`` the file resumed from is left as it is.
 
     Raises
     ------
@@ -319,7 +377,7 @@ def resume(path, system=None, *, progress: bool | None = None, checkpoint=True,
         checkpoint = check_output_file(checkpoint, "checkpoint")
     run = _Run(system, method, x0s, float(md["h"]), int(md["n_steps"]), int(md["save_every"]), md,
                dict(md.get("options", {})), progress, loop.CHUNK_STEPS, checkpoint or None,
-               checkpoint_every, stream_of_checkpoint(ck))
+               checkpoint_every, stream_of_checkpoint(ck), keep_checkpoint)
     return run.go(resume_from=ck)
 
 
@@ -391,8 +449,8 @@ class _Run:
     """A compiled single run (fresh, or resumed from a checkpoint): programs, driver, result."""
 
     def __init__(self, system, method, x0s, h, n_steps, save_every, md, options, progress,
-                 chunk_steps, checkpoint, checkpoint_every, stream=None):
-        self.stream = stream
+                 chunk_steps, checkpoint, checkpoint_every, stream=None, keep_checkpoint=False):
+        self.stream, self.keep_checkpoint = stream, keep_checkpoint
         if stream is not None:
             md["stream"] = str(stream)
         self.system, self.method, self.x0s, self.h = system, method, x0s, h
@@ -494,6 +552,9 @@ class _Run:
                                 note.strip() + (" " if note else "") +
                                 f"{n_nodes} nodes up to t = {traj.t[-1]:.6g} are kept in .trajectory"
                                 + (f" (file {self.stream})" if self.stream else ""), t0=md.get("t0", 0.0))
+        if not self.keep_checkpoint:    # complete (a streamed run's file renamed): nothing to resume
+            if self.checkpoint is not None:
+                Path(self.checkpoint).unlink(missing_ok=True)
         return traj
 
     def _nodes(self, prefix, nodes_done, resumed, layout):

@@ -39,10 +39,14 @@ _WORKER_SYSTEMS: dict = {}
 
 
 def _dask():
+    """dask.distributed (and cloudpickle, which comes with it), or a one-line InputError naming
+    the extra that installs them."""
     try:
+        import cloudpickle  # noqa: F401
         from dask import distributed
-    except ImportError:                                # pragma: no cover - an optional extra
-        raise InputError("dl.sweep needs dask.distributed: pip install 'dalembert[sweep]'") from None
+    except ImportError as exc:                         # an optional extra
+        raise InputError(f"sweep needs dask.distributed, which is not installed ({exc}): pip install "
+                         f"'dalembert[sweep]'") from None
     return distributed
 
 
@@ -149,6 +153,7 @@ def sweep(system, method, *, out, h, t_final, save_every: int = 1, keep=None, pa
     system that does not pickle; dask not installed), and the error of a task that failed for a
     reason other than a failed member (those are kept, as in ``dl.ensemble``).
     """
+    _dask()                                           # not installed: refused before any work
     import cloudpickle
 
     h, t_final, save_every, meth = check_run(h, t_final, save_every, method)

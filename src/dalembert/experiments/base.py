@@ -50,6 +50,20 @@ def check_above(claim, value, bound, source="", fmt="{:.2e}") -> Check:
     return Check(claim, f"> {fmt.format(bound)}", fmt.format(value), bool(value > bound), source)
 
 
+def constraint_checks(label, traj, bound, source="", holonomic_bound=None) -> list:
+    """The checks of a trajectory's constraint residuals, for the report: max |μ(q) v − ν(q)| ≤
+    ``bound`` and, for a system with configuration constraints (``traj.holonomic_residual``),
+    max |φ(q)| ≤ ``holonomic_bound`` (default ``bound``) beside it, in the constraint's own units.
+    Without configuration constraints: the rolling check only."""
+    checks = [check_below(f"{label}: max constraint residual |μ(q) v − ν(q)|", traj.max_constraint_residual,
+                          bound, source)]
+    if "holonomic_residual" in traj.fields():
+        checks.append(check_below(f"{label}: max configuration-constraint residual |φ(q)| (constraint units)",
+                                  traj.max_holonomic_residual, bound if holonomic_bound is None else holonomic_bound,
+                                  source))
+    return checks
+
+
 @dataclass
 class ExperimentResult:
     id: str

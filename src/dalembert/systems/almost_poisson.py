@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
-from ..errors import ConstraintViolationError, InputError, SystemError_
+from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..declarations import NodeArray, Role
 from .kind import SystemKind
 from .nonholonomic import _as_vector, _expect_real
@@ -149,7 +149,7 @@ class AlmostPoissonSystem(SystemKind):
 
         Raises
         ------
-        InputError (x0), SystemError_ (a callable's output), ConstraintViolationError.
+        InputError (x0), SystemDefinitionError (a callable's output), ConstraintViolationError.
         ``project`` is accepted for the protocol; an almost-Poisson state cannot be projected
         (reduced states satisfy their constraint by construction).
         """
@@ -162,12 +162,12 @@ class AlmostPoissonSystem(SystemKind):
                 try:
                     out = jax.eval_shape(fn, xs)
                 except Exception as exc:  # a user's callable may raise anything
-                    raise SystemError_(f"{nm}(x0) raised {type(exc).__name__}: {exc}") from exc
+                    raise SystemDefinitionError(f"{nm}(x0) raised {type(exc).__name__}: {exc}") from exc
                 _expect_real(out, nm)
                 shape = tuple(out.shape)
                 want = (N, N) if nm == "poisson_matrix" else ()
                 if shape != want and not (nm == "hamiltonian" and shape == (1,)):
-                    raise SystemError_(f"{nm}(x0) returned shape {shape}; expected {want} for x0 of shape {(N,)}")
+                    raise SystemDefinitionError(f"{nm}(x0) returned shape {shape}; expected {want} for x0 of shape {(N,)}")
             self._shapes_ok.add(N)
         if self._checker is None:
             self._checker = jax.jit(self._values)
@@ -175,12 +175,12 @@ class AlmostPoissonSystem(SystemKind):
         for a, nm in ((P, "poisson_matrix"), (H, "hamiltonian"), (dH, "hamiltonian (gradient)"),
                       (res, "constraint")):
             if not np.all(np.isfinite(a)):
-                raise SystemError_(f"{nm}(x0) returned non-finite values: {a}")
+                raise SystemDefinitionError(f"{nm}(x0) returned non-finite values: {a}")
         skew = float(np.max(np.abs(P + P.T)))
         if skew > SKEW_RTOL * max(1.0, float(np.max(np.abs(P)))):
-            raise SystemError_(f"poisson_matrix(x0) is not skew-symmetric (max |Π + Πᵀ| = {skew:.3e})")
+            raise SystemDefinitionError(f"poisson_matrix(x0) is not skew-symmetric (max |Π + Πᵀ| = {skew:.3e})")
         if not deg > DEGENERACY_TOL:
-            raise SystemError_(f"the adapted basis is degenerate at x0 (conditioning {float(deg):.3e})")
+            raise SystemDefinitionError(f"the adapted basis is degenerate at x0 (conditioning {float(deg):.3e})")
         if res.size and np.max(np.abs(res)) > tol * max(1.0, float(np.max(np.abs(x)))):
             raise ConstraintViolationError(
                 f"x0 violates the constraint: residual {res} (max {np.max(np.abs(res)):.3e})", res)

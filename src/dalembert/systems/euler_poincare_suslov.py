@@ -26,29 +26,29 @@ import numpy as np
 
 from .. import linalg
 from ..declarations import Feature, NodeArray, Role
-from ..errors import ConstraintViolationError, InputError, SystemError_
+from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..lie import so3
 from .kind import SystemKind, checked_group, refuse_complex
 
 
 def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool, d: int = 3):
     """(𝕀 as a NumPy (d, d) array, whether it is symmetric), checked: finite, symmetric unless
-    allowed, positive definite symmetric part. Raises SystemError_."""
+    allowed, positive definite symmetric part. Raises SystemDefinitionError."""
     refuse_complex(inertia, f"{name}: inertia")
     I = np.asarray(inertia, dtype=float)
     if I.shape != (d, d):
-        raise SystemError_(f"{name}: inertia must have shape ({d}, {d}); got {I.shape}")
+        raise SystemDefinitionError(f"{name}: inertia must have shape ({d}, {d}); got {I.shape}")
     if not np.all(np.isfinite(I)):
-        raise SystemError_(f"{name}: inertia has non-finite entries")
+        raise SystemDefinitionError(f"{name}: inertia has non-finite entries")
     asym = float(np.max(np.abs(I - I.T)))
     if asym > 1e-12 * max(1.0, float(np.max(np.abs(I)))) and not allow_nonsymmetric:
-        raise SystemError_(
+        raise SystemDefinitionError(
             f"{name}: inertia is not symmetric (max |𝕀 − 𝕀ᵀ| = {asym:.3g}); a physical inertia "
             f"tensor is symmetric. Pass allow_nonsymmetric=True to use it literally (momentum 𝕀ω), "
             f"as the Jiménez–Scheurle paper does (erratum E2, docs/theory/jimenez-scheurle2015.md#e2)")
     eig = np.linalg.eigvalsh(0.5 * (I + I.T))
     if eig[0] <= 1e-12 * max(1.0, abs(eig[-1])):
-        raise SystemError_(f"{name}: inertia is not positive definite (eigenvalues of its "
+        raise SystemDefinitionError(f"{name}: inertia is not positive definite (eigenvalues of its "
                            f"symmetric part: {np.array2string(eig, precision=4)})")
     return I, asym <= 1e-12 * max(1.0, float(np.max(np.abs(I))))
 
@@ -77,7 +77,7 @@ class EulerPoincareSuslovSystem(SystemKind):
 
     Raises
     ------
-    SystemError_ for a non-finite, wrongly shaped, non-symmetric (unless allowed) or not positive
+    SystemDefinitionError for a non-finite, wrongly shaped, non-symmetric (unless allowed) or not positive
     definite inertia, or zero / dependent / too many constraint vectors.
     """
 
@@ -105,7 +105,7 @@ class EulerPoincareSuslovSystem(SystemKind):
             refuse_complex(inertia, f"{name}: inertia")
             I = jnp.asarray(inertia, jnp.float64)
             if I.shape != (d, d):
-                raise SystemError_(f"{name}: inertia must have shape ({d}, {d}); got {I.shape}")
+                raise SystemDefinitionError(f"{name}: inertia must have shape ({d}, {d}); got {I.shape}")
             symmetric = not allow_nonsymmetric
         else:
             I, symmetric = _checked_inertia(inertia, name, allow_nonsymmetric, d)
@@ -113,19 +113,19 @@ class EulerPoincareSuslovSystem(SystemKind):
         if A.ndim == 1:
             A = A[None, :]
         if A.ndim != 2 or A.shape[1] != d:
-            raise SystemError_(f"{name}: constraint_vectors must have shape ({d},) or (m, {d}); got {A.shape}")
+            raise SystemDefinitionError(f"{name}: constraint_vectors must have shape ({d},) or (m, {d}); got {A.shape}")
         m = A.shape[0]
         if not 1 <= m <= d - 1:
-            raise SystemError_(f"{name}: need 1 {'or' if d == 3 else 'to'} {d - 1} constraint vectors "
+            raise SystemDefinitionError(f"{name}: need 1 {'or' if d == 3 else 'to'} {d - 1} constraint vectors "
                                f"(m = {d} leaves only ω = 0); got {m}")
         if not np.all(np.isfinite(A)):
-            raise SystemError_(f"{name}: constraint_vectors have non-finite entries")
+            raise SystemDefinitionError(f"{name}: constraint_vectors have non-finite entries")
         norms = np.linalg.norm(A, axis=1)
         if np.any(norms < 1e-12):
-            raise SystemError_(f"{name}: constraint vector {int(np.argmin(norms))} is zero")
+            raise SystemDefinitionError(f"{name}: constraint vector {int(np.argmin(norms))} is zero")
         sv = np.linalg.svd(A / norms[:, None], compute_uv=False)
         if sv[-1] < 1e-10:
-            raise SystemError_(f"{name}: the constraint vectors are linearly dependent "
+            raise SystemDefinitionError(f"{name}: the constraint vectors are linearly dependent "
                                f"(singular values {np.array2string(sv, precision=3)})")
         self.name = name
         self.inertia = I
@@ -311,7 +311,7 @@ class LeftInvariantSystem(EulerPoincareSuslovSystem):
 
     Raises
     ------
-    SystemError_ (as EulerPoincareSuslovSystem, for ∇²l(0) and A; or l not scalar/finite).
+    SystemDefinitionError (as EulerPoincareSuslovSystem, for ∇²l(0) and A; or l not scalar/finite).
     """
 
     kind = "left-invariant"
@@ -327,16 +327,16 @@ class LeftInvariantSystem(EulerPoincareSuslovSystem):
         import jax
 
         if not callable(reduced_lagrangian):
-            raise SystemError_(f"{name}: reduced_lagrangian must be a callable ω (3,) -> scalar")
+            raise SystemDefinitionError(f"{name}: reduced_lagrangian must be a callable ω (3,) -> scalar")
         l = reduced_lagrangian
         try:
             val = jnp.asarray(l(jnp.zeros(3)))
             H0 = np.asarray(jax.hessian(l)(jnp.zeros(3)), dtype=float)
         except Exception as exc:  # noqa: BLE001 — report the user's function failing, with its message
-            raise SystemError_(f"{name}: reduced_lagrangian could not be evaluated and differentiated "
+            raise SystemDefinitionError(f"{name}: reduced_lagrangian could not be evaluated and differentiated "
                                f"at ω = 0: {exc}") from exc
         if val.shape != ():
-            raise SystemError_(f"{name}: reduced_lagrangian must return a scalar; got shape {val.shape}")
+            raise SystemDefinitionError(f"{name}: reduced_lagrangian must return a scalar; got shape {val.shape}")
         super().__init__(H0, constraint_vectors, name)
         self.reduced_lagrangian = l
         self._grad_l = jax.grad(l)
@@ -409,7 +409,7 @@ class HeavyBodySystem(LeftInvariantSystem):
     ``groupoid-gni``, ``reference`` (state ``R0, omega0``; the nodes report ξ = ω as ``xi`` and
     the shape arrays x, ẋ empty).
 
-    Raises SystemError_ for a non-quadratic l or a potential that is not a scalar function of R.
+    Raises SystemDefinitionError for a non-quadratic l or a potential that is not a scalar function of R.
     """
 
     kind = "heavy-body"
@@ -423,16 +423,16 @@ class HeavyBodySystem(LeftInvariantSystem):
                  quadratic: bool | None = None, potential=None):
         super().__init__(reduced_lagrangian, constraint_vectors, name, quadratic=quadratic)
         if not self.quadratic:
-            raise SystemError_(f"{name}: a potential needs a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω "
+            raise SystemDefinitionError(f"{name}: a potential needs a quadratic reduced Lagrangian l(ω) = ½ωᵀ𝕀ω "
                                "(the Lie-group GNIs that integrate a heavy body use the metric 𝕀)")
         if not callable(potential):
-            raise SystemError_(f"{name}: potential must be a callable R (3, 3) -> scalar")
+            raise SystemDefinitionError(f"{name}: potential must be a callable R (3, 3) -> scalar")
         try:
             v = jnp.asarray(potential(jnp.eye(3)))
         except Exception as exc:  # noqa: BLE001 — report the user's function failing, with its message
-            raise SystemError_(f"{name}: potential could not be evaluated at R = I: {exc}") from exc
+            raise SystemDefinitionError(f"{name}: potential could not be evaluated at R = I: {exc}") from exc
         if v.shape != () or not np.isfinite(float(v)):
-            raise SystemError_(f"{name}: potential must return a finite scalar; got {v!r}")
+            raise SystemDefinitionError(f"{name}: potential must return a finite scalar; got {v!r}")
         self.potential = potential
 
     def __repr__(self):

@@ -31,11 +31,11 @@ from typing import Callable, ClassVar, NamedTuple
 
 import numpy as np
 
-from ..errors import InputError, SystemError_
+from ..errors import InputError, SystemDefinitionError
 
 
 def refuse_complex(x, label: str):
-    """Raise SystemError_ when the array ``x`` (NumPy, JAX or nested lists) has a complex dtype: a
+    """Raise SystemDefinitionError when the array ``x`` (NumPy, JAX or nested lists) has a complex dtype: a
     cast to float64 would drop its imaginary part silently. ``label`` names it (e.g.
     "suslov: inertia")."""
     try:
@@ -43,30 +43,30 @@ def refuse_complex(x, label: str):
     except (TypeError, ValueError):
         return
     if np.issubdtype(dtype, np.complexfloating):
-        raise SystemError_(f"{label} is complex ({dtype}); it must be real: pass a real array "
+        raise SystemDefinitionError(f"{label} is complex ({dtype}); it must be real: pass a real array "
                            f"(the imaginary part would be dropped)")
 
 
 def check_spd(M, label: str):
-    """Raise SystemError_ unless the concrete matrix M is finite, symmetric (max |M − Mᵀ| ≤
+    """Raise SystemDefinitionError unless the concrete matrix M is finite, symmetric (max |M − Mᵀ| ≤
     1e-12 max(1, max |M|)) and positive definite (λ_min > 1e-12 max(1, |λ_max|)); ``label`` names
     it in the message (e.g. "suslov: inertia")."""
     if not np.all(np.isfinite(M)):
-        raise SystemError_(f"{label} has non-finite entries")
+        raise SystemDefinitionError(f"{label} has non-finite entries")
     if np.max(np.abs(M - M.T)) > 1e-12 * max(1.0, float(np.max(np.abs(M)))):
-        raise SystemError_(f"{label} is not symmetric")
+        raise SystemDefinitionError(f"{label} is not symmetric")
     eig = np.linalg.eigvalsh(M)
     if eig[0] <= 1e-12 * max(1.0, abs(eig[-1])):
-        raise SystemError_(f"{label} is not positive definite (eigenvalues {eig})")
+        raise SystemDefinitionError(f"{label} is not positive definite (eigenvalues {eig})")
 
 
 def checked_group(group, name: str):
     """The matrix Lie group of a system: SO(3) for None, ``group`` itself if it is a
-    :class:`~dalembert.lie.groups.MatrixLieGroup`; raises SystemError_ naming the system otherwise."""
+    :class:`~dalembert.lie.groups.MatrixLieGroup`; raises SystemDefinitionError naming the system otherwise."""
     from ..lie.groups import SO, MatrixLieGroup
     group = SO(3) if group is None else group
     if not isinstance(group, MatrixLieGroup):
-        raise SystemError_(f"{name}: group must be a dalembert.lie.groups.MatrixLieGroup (e.g. dl.lie.SE(2)); "
+        raise SystemDefinitionError(f"{name}: group must be a dalembert.lie.groups.MatrixLieGroup (e.g. dl.lie.SE(2)); "
                            f"got {group!r}")
     return group
 

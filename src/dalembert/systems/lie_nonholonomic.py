@@ -24,18 +24,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
-from ..errors import ConstraintViolationError, InputError, SystemError_
+from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..lie import so3
 from ..declarations import NodeArray, Role
 from .kind import SystemKind, check_spd, refuse_complex
 
 
 def _checked_inertia(inertia, name: str) -> np.ndarray:
-    """𝕀 as a NumPy (3, 3) array, checked finite, symmetric, positive definite (SystemError_)."""
+    """𝕀 as a NumPy (3, 3) array, checked finite, symmetric, positive definite (SystemDefinitionError)."""
     refuse_complex(inertia, f"{name}: inertia")
     I = np.asarray(inertia, dtype=float)
     if I.shape != (3, 3):
-        raise SystemError_(f"{name}: inertia must be a finite (3, 3) array; got shape {I.shape}")
+        raise SystemDefinitionError(f"{name}: inertia must be a finite (3, 3) array; got shape {I.shape}")
     check_spd(I, f"{name}: inertia")
     return I
 
@@ -70,7 +70,7 @@ class LieNonholonomicSystem(SystemKind):
             refuse_complex(inertia, f"{name}: inertia")
             I = jnp.asarray(inertia, jnp.float64)
             if I.shape != (3, 3):
-                raise SystemError_(f"{name}: inertia must have shape (3, 3); got {I.shape}")
+                raise SystemDefinitionError(f"{name}: inertia must have shape (3, 3); got {I.shape}")
         else:
             I = _checked_inertia(inertia, name)
         self.name = str(name)
@@ -88,7 +88,7 @@ class LieNonholonomicSystem(SystemKind):
             self.constant_constraints = True
         A0 = np.asarray(self.constraint_covectors(jnp.eye(3)))
         if A0.ndim != 2 or A0.shape[1] != 3 or not 1 <= A0.shape[0] <= 2:
-            raise SystemError_(f"{name}: constraint_covectors must give shape (m, 3), m ∈ {{1, 2}}; "
+            raise SystemDefinitionError(f"{name}: constraint_covectors must give shape (m, 3), m ∈ {{1, 2}}; "
                                f"got {A0.shape}")
         self.m = A0.shape[0]
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import linalg
 from ..declarations import Feature, NodeArray, Role
-from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemError_
+from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemDefinitionError
 from ..lie import so3
 from .kind import SystemKind, check_spd, checked_group, refuse_complex
 
@@ -70,12 +70,12 @@ def _callable_output(fn, args, what, name):
     try:
         out = fn(*args)
     except Exception as exc:  # noqa: BLE001 - report which callable failed
-        raise SystemError_(f"{name}: evaluating {what} failed: {type(exc).__name__}: {exc}") from exc
+        raise SystemDefinitionError(f"{name}: evaluating {what} failed: {type(exc).__name__}: {exc}") from exc
     refuse_complex(out, f"{name}: {what}")
     try:
         return np.asarray(out, dtype=float)
     except Exception as exc:  # noqa: BLE001 - report which callable failed
-        raise SystemError_(f"{name}: evaluating {what} failed: {type(exc).__name__}: {exc}") from exc
+        raise SystemDefinitionError(f"{name}: evaluating {what} failed: {type(exc).__name__}: {exc}") from exc
 
 
 class ReducedSystem(SystemKind):
@@ -113,7 +113,7 @@ class ReducedSystem(SystemKind):
 
     Raises
     ------
-    SystemError_ (an InputError) : metric not symmetric / not positive definite / wrong shape,
+    SystemDefinitionError (an InputError) : metric not symmetric / not positive definite / wrong shape,
         a callable that fails or returns the wrong shape, rank-deficient constraint matrix,
         unknown trivialization, undeterminable shape_dim, an R-dependent metric or potential
         with the right trivialization.
@@ -146,7 +146,7 @@ class ReducedSystem(SystemKind):
         d = self.group_dim = group.dim
         min_n = 0
         if trivialization not in _TRIVIALIZATIONS:
-            raise SystemError_(f"{name}: unknown trivialization {trivialization!r}; choose from: left, right")
+            raise SystemDefinitionError(f"{name}: unknown trivialization {trivialization!r}; choose from: left, right")
         self.trivialization = trivialization
         self.left = trivialization == "left"
 
@@ -155,17 +155,17 @@ class ReducedSystem(SystemKind):
             if not callable(metric):
                 G = np.asarray(metric, dtype=float)
                 if G.ndim != 2 or G.shape[0] != G.shape[1] or G.shape[0] < d + min_n:
-                    raise SystemError_(f"{name}: metric must be a square (n+{d}, n+{d}) array with n ≥ {min_n}; "
+                    raise SystemDefinitionError(f"{name}: metric must be a square (n+{d}, n+{d}) array with n ≥ {min_n}; "
                                        f"got shape {G.shape}")
                 shape_dim = G.shape[0] - d
             elif not callable(constraint_matrix):
                 mu = np.atleast_2d(np.asarray(constraint_matrix, dtype=float))
                 shape_dim = mu.shape[1] - d
             else:
-                raise SystemError_(f"{name}: shape_dim (n) is required when metric and constraint_matrix "
+                raise SystemDefinitionError(f"{name}: shape_dim (n) is required when metric and constraint_matrix "
                                    "are both callables")
         if int(shape_dim) != shape_dim or shape_dim < min_n:
-            raise SystemError_(f"{name}: shape_dim must be an integer ≥ {min_n}; got {shape_dim!r}")
+            raise SystemDefinitionError(f"{name}: shape_dim must be an integer ≥ {min_n}; got {shape_dim!r}")
         n = self.n = int(shape_dim)
         N = self.dim = n + d
         x_test = np.zeros(n)
@@ -176,7 +176,7 @@ class ReducedSystem(SystemKind):
         self.group_metric = not self.constant_metric and takes_group(metric)
         self.group_potential = potential is not None and takes_group(potential)
         if (self.group_metric or self.group_potential) and not self.left:
-            raise SystemError_(f"{name}: a metric or potential that depends on R needs "
+            raise SystemDefinitionError(f"{name}: a metric or potential that depends on R needs "
                                "trivialization='left' (the right-trivialised form is a reduction, "
                                "valid only for R-independent, bi-invariant metrics)")
         if self.constant_metric:
@@ -201,7 +201,7 @@ class ReducedSystem(SystemKind):
         what = "potential(x, R)" if self.group_potential else "potential(x)"
         V0 = _callable_output(self._V_fn, (jnp.asarray(x_test), jnp.asarray(R_test)), what, name)
         if V0.shape != ():
-            raise SystemError_(f"{name}: {what} must return a scalar; got shape {V0.shape}")
+            raise SystemDefinitionError(f"{name}: {what} must return a scalar; got shape {V0.shape}")
 
         # --- constraints -----------------------------------------------------------------------
         self.constant_constraints = not callable(constraint_matrix)
@@ -214,15 +214,15 @@ class ReducedSystem(SystemKind):
             mu = np.atleast_2d(_callable_output(constraint_matrix, (jnp.asarray(x_test), jnp.asarray(R_test)),
                                                 "constraint_matrix(x, R)", name))
         if mu.ndim != 2 or mu.shape[1] != N:
-            raise SystemError_(f"{name}: constraint_matrix must have shape (m, n+{d}) = (m, {N}); got {mu.shape}")
+            raise SystemDefinitionError(f"{name}: constraint_matrix must have shape (m, n+{d}) = (m, {N}); got {mu.shape}")
         m = self.m = mu.shape[0]
         if not 1 <= m <= N - 1:
-            raise SystemError_(f"{name}: need 1 ≤ m ≤ n+{d - 1} = {N - 1} constraints; got m = {m}")
+            raise SystemDefinitionError(f"{name}: need 1 ≤ m ≤ n+{d - 1} = {N - 1} constraints; got m = {m}")
         if not np.all(np.isfinite(mu)):
-            raise SystemError_(f"{name}: constraint_matrix has non-finite entries")
+            raise SystemDefinitionError(f"{name}: constraint_matrix has non-finite entries")
         sv = np.linalg.svd(mu, compute_uv=False)
         if sv[-1] <= 1e-10 * max(1.0, sv[0]):
-            raise SystemError_(f"{name}: constraint_matrix is rank deficient at x = 0, R = I "
+            raise SystemDefinitionError(f"{name}: constraint_matrix is rank deficient at x = 0, R = I "
                                f"(singular values {sv}); its rows must be independent")
 
         self.affine = constraint_rhs is not None
@@ -231,14 +231,14 @@ class ReducedSystem(SystemKind):
             nu = np.atleast_1d(_callable_output(constraint_rhs, (jnp.asarray(x_test), jnp.asarray(R_test)),
                                                 "constraint_rhs(x, R)", name))
             if nu.shape != (m,):
-                raise SystemError_(f"{name}: constraint_rhs must return shape (m,) = ({m},); got {nu.shape}")
+                raise SystemDefinitionError(f"{name}: constraint_rhs must return shape (m,) = ({m},); got {nu.shape}")
         else:
             self._nu_fn = lambda x, R: jnp.zeros((m,), jnp.float64)
 
     def _check_metric(self, G, what):
         N = self.dim
         if G.shape != (N, N):
-            raise SystemError_(f"{self.name}: {what} must have shape (n+{self.group_dim}, n+{self.group_dim}) = "
+            raise SystemDefinitionError(f"{self.name}: {what} must have shape (n+{self.group_dim}, n+{self.group_dim}) = "
                                f"({N}, {N}); got {G.shape}")
         check_spd(G, f"{self.name}: {what}")
 

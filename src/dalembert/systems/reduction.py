@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
-from ..errors import InputError, SystemError_
+from ..errors import InputError, SystemDefinitionError
 from .almost_poisson import AlmostPoissonSystem
 from .nonholonomic import _as_vector
 
@@ -511,7 +511,7 @@ def _check_basis(frame, mu0, q0, n, r):
     try:
         X = np.asarray(frame.basis(jnp.asarray(q0)))
     except Exception as exc:  # a user's callable may raise anything
-        raise SystemError_(f"basis(q0) raised {type(exc).__name__}: {exc}") from exc
+        raise SystemDefinitionError(f"basis(q0) raised {type(exc).__name__}: {exc}") from exc
     if X.shape != (n, n - r):
         raise InputError(f"basis(q0) returned shape {X.shape}; expected {(n, n - r)} (n × (n − r))")
     if not np.all(np.isfinite(X)):
