@@ -118,7 +118,7 @@ def convergence(model, method_names, hs, t_final=None, q0=None, v0=None, *, init
         hint = f"dl.models.get({model!r})" if isinstance(model, str) else "dl.models.get(name)"
         raise InputError(f"dl.convergence: model must be a model of the zoo, e.g. {hint} (it carries the "
                          f"system, initial state and reference solution; dl.models.available() lists "
-                         f"them); got {got}")
+                         f"them), or a system of your own with q0=, v0=, t_final=; got {got}")
     if isinstance(method_names, (str, _methods.Method)):
         method_names = [method_names]
     try:

@@ -409,8 +409,11 @@ def test_convergence_arguments_are_checked_with_what_to_pass():
     assert ("dl.convergence: model must be a model of the zoo, e.g. dl.models.get('p1-linear')"
             in _one_line(ei))
     with pytest.raises(InputError) as ei:
-        dl.convergence(m.system, ["nh-rattle"], [0.1, 0.05])
-    assert "got NonholonomicSystem" in _one_line(ei)
+        dl.convergence(m.system, ["nh-rattle"], [0.1, 0.05])      # a system without its state
+    assert "needs its initial state and final time: pass q0=..., v0=..., t_final=..." in _one_line(ei)
+    with pytest.raises(InputError) as ei:
+        dl.convergence(3.0, ["nh-rattle"], [0.1, 0.05])
+    assert "got float" in _one_line(ei)
     for hs in ([], [0.1], 0.1, [0.1, 0.1]):
         with pytest.raises(InputError) as ei:
             dl.convergence(m, ["nh-rattle"], hs)

@@ -12,7 +12,7 @@ import pytest
 
 import dalembert as dl
 from dalembert.declarations import Feature
-from dalembert.errors import ConstraintViolationError, InputError, SystemError_
+from dalembert.errors import ConstraintViolationError, InputError, SystemDefinitionError
 
 INERTIA = 0.2
 T = 2.0
@@ -219,12 +219,12 @@ def test_a_projection_that_changes_the_given_velocity_warns():
 ])
 def test_bad_configuration_constraints_are_one_line_errors(phi, match):
     """φ of the wrong shape, non-finite at q0, and φ whose Φ repeats μ (here, φ = c y − s x has
-    Φ = (−s, c, y, −x): at q0 = (0, 0, c, s) it is μ's row), each a one-line SystemError_."""
+    Φ = (−s, c, y, −x): at q0 = (0, 0, c, s) it is μ's row), each a one-line SystemDefinitionError."""
     system = dl.NonholonomicSystem(
         mass_matrix=jnp.eye(4), constraint_matrix=lambda q: jnp.array([[-q[3], q[2], 0.0, 0.0]]),
         holonomic_constraints=phi)
     q0 = np.array([0.0, 0.0, 1.0, 0.0])
-    with pytest.raises(SystemError_, match=match) as err:
+    with pytest.raises(SystemDefinitionError, match=match) as err:
         system.check(q0, np.array([1.0, 0.0, 0.0, 0.0]))
     assert "\n" not in str(err.value)
 

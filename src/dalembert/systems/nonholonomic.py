@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import linalg
 from ..declarations import Feature, NodeArray, Role
-from ..errors import ConstraintViolationError, InputError, SystemError_
+from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from .kind import SystemKind, refuse_complex
 
 
@@ -79,7 +79,7 @@ def _shape_of(fn, name: str, q):
     try:
         out = jax.eval_shape(fn, jax.ShapeDtypeStruct(q.shape, jnp.float64))
     except Exception as exc:  # a user's callable may raise anything
-        raise SystemError_(f"{name}(q0) raised {type(exc).__name__}: {exc}") from exc
+        raise SystemDefinitionError(f"{name}(q0) raised {type(exc).__name__}: {exc}") from exc
     _expect_real(out, name)
     return tuple(out.shape)
 
@@ -139,20 +139,20 @@ def _expect_real(out, name: str):
     """A callable's traced output must be real: a complex one would lose its imaginary part
     silently where the integrator casts to float64."""
     if jnp.issubdtype(out.dtype, jnp.complexfloating):
-        raise SystemError_(f"{name}(q0) returns complex values ({out.dtype}); the system's functions "
+        raise SystemDefinitionError(f"{name}(q0) returns complex values ({out.dtype}); the system's functions "
                            f"must be real-valued")
 
 
 def _expect_shape(shape, name: str, expected: tuple, what: str, q):
     if shape != expected:
-        raise SystemError_(
+        raise SystemDefinitionError(
             f"{name}(q0) returned shape {shape}; expected {expected} ({what}) "
             f"for q0 of shape {np.shape(q)}")
 
 
 def _expect_finite(x, name: str):
     if not np.all(np.isfinite(x)):
-        raise SystemError_(f"{name}(q0) returned non-finite values: {x}")
+        raise SystemDefinitionError(f"{name}(q0) returned non-finite values: {x}")
 
 
 @dataclass(frozen=True)
@@ -290,7 +290,7 @@ class NonholonomicSystem(SystemKind):
             G = (jnp.asarray(mass_matrix, jnp.float64) if linalg.traced(mass_matrix)
                  else np.asarray(mass_matrix, dtype=np.float64))
             if G.ndim != 2 or G.shape[0] != G.shape[1]:
-                raise SystemError_(f"mass_matrix must be a callable or a square array; got shape {G.shape}")
+                raise SystemDefinitionError(f"mass_matrix must be a callable or a square array; got shape {G.shape}")
             self._mass_const = jnp.asarray(G)
             self._mass_fn = lambda q: self._mass_const
         for nm, f in (("potential", potential), ("constraint_matrix", constraint_matrix),
@@ -722,7 +722,7 @@ class NonholonomicSystem(SystemKind):
             _expect_shape(vshape, "potential", (), "a scalar", q)
         mshape = _shape_of(lambda x: jnp.asarray(self._mu(x)), "constraint_matrix", qj)
         if len(mshape) != 2 or mshape[1] != n:
-            raise SystemError_(
+            raise SystemDefinitionError(
                 f"constraint_matrix(q0) returned shape {mshape}; expected (m, {n}) "
                 f"(one row per constraint) for q0 of shape {q.shape}")
         m = mshape[0]
@@ -730,14 +730,14 @@ class NonholonomicSystem(SystemKind):
         if self._phi is not None:
             kshape = _shape_of(self._phi, "holonomic_constraints", qj)
             if len(kshape) != 1 or kshape[0] < 1:
-                raise SystemError_(f"holonomic_constraints(q0) returned shape {kshape}; expected (k,) with "
+                raise SystemDefinitionError(f"holonomic_constraints(q0) returned shape {kshape}; expected (k,) with "
                                    f"k ≥ 1 (one entry per configuration constraint φ_i(q) = 0)")
             k = kshape[0]
             if self._Phi is not None:
                 _expect_shape(_shape_of(self._Phi, "holonomic_jacobian", qj), "holonomic_jacobian", (k, n),
                               "Φ(q) = ∂φ/∂q, one row per configuration constraint", q)
         if not 1 <= m or k + m >= n:
-            raise SystemError_(f"constraint_matrix(q0) has {m} rows" + (f" and holonomic_constraints {k}" if k else "")
+            raise SystemDefinitionError(f"constraint_matrix(q0) has {m} rows" + (f" and holonomic_constraints {k}" if k else "")
                                + f"; need 1 ≤ m and k + m < n = {n}")
         if self._nu is not None:
             _expect_shape(_shape_of(self._nu, "constraint_rhs", qj), "constraint_rhs", (m,),
@@ -772,7 +772,7 @@ class NonholonomicSystem(SystemKind):
 
         Raises
         ------
-        InputError, SystemError_, ConstraintViolationError
+        InputError, SystemDefinitionError, ConstraintViolationError
         """
         q = _as_vector(q0, "q0")
         n = q.size
@@ -809,20 +809,20 @@ class NonholonomicSystem(SystemKind):
             G, V, mu, nu, dV, phi = (np.asarray(x) for x in self._evaluate_all(q))
         scale = max(1.0, float(np.max(np.abs(G))))
         if np.max(np.abs(G - G.T)) > SYMMETRY_RTOL * scale:
-            raise SystemError_(
+            raise SystemDefinitionError(
                 f"mass_matrix(q0) is not symmetric (max |G - Gᵀ| = {np.max(np.abs(G - G.T)):.3e})")
         eig = np.linalg.eigvalsh(G)
         if eig[0] <= DEFINITENESS_RTOL * max(abs(eig[-1]), 1e-300):
-            raise SystemError_(
+            raise SystemDefinitionError(
                 f"mass_matrix(q0) is not positive definite (eigenvalues {eig}); "
                 "the kinetic metric must be symmetric positive definite")
         sv = np.linalg.svd(mu, compute_uv=False)
         if sv[-1] <= RANK_RTOL * max(sv[0], 1e-300):
             if self._phi is not None:
-                raise SystemError_(
+                raise SystemDefinitionError(
                     f"the configuration and rolling constraints are dependent at q0: (Φ(q0); μ(q0)) is "
                     f"rank-deficient (singular values {sv}); drop the rows that repeat another")
-            raise SystemError_(
+            raise SystemDefinitionError(
                 f"constraint_matrix(q0) is rank-deficient (singular values {sv}); "
                 "its rows must be independent")
         if v0 is None:
