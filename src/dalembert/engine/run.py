@@ -647,7 +647,7 @@ def scan_nodes(node, carry, n_nodes: int, group: int):
 
 
 def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start=None,
-          checkpoint="auto", project: bool = False, **options) -> dict:
+          checkpoint="auto", project: bool = False, controls=None, t0: float = 0.0, **options) -> dict:
     """The pure functional core: ``n_steps`` steps of ``method`` from ``state0``, as JAX arrays.
 
     Works inside ``jax.jit``, ``jax.vmap`` and (for methods whose steps are differentiable, see
@@ -677,6 +677,10 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
         forward mode.
     project : project a concrete state0 that violates the constraint onto the constraint space
         (as ``dl.integrate(project=True)``); default False: refuse it (ConstraintViolationError).
+    controls : for a system whose force takes a control, f(q, v, t, u): an (n_steps, c) array
+        (row k held over step k; may be traced: ``jax.grad`` with respect to it works) or a
+        callable t -> (c,).
+    t0 : the time of state0 (a system with a force; default 0).
     **options : the method's build options.
 
     Returns
@@ -706,6 +710,15 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     """
     n_steps = _static_count(n_steps, "n_steps", "dl.solve")
     save_every = _static_count(save_every, "save_every", "dl.solve")
+    if controls is not None:
+        if not hasattr(system, "with_controls"):
+            raise InputError(f"controls: {getattr(system, 'name', 'this system')!r} takes no controls")
+        if not callable(controls) and np.shape(controls)[:1] != (n_steps,):
+            raise InputError(f"controls has shape {np.shape(controls)}; dl.solve takes {n_steps} steps: give an "
+                             f"(n_steps, c) array, one row per step")
+        system = system.with_controls(controls)
+    if getattr(system, "has_force", False):
+        options = dict(options, t0=_finite(t0, "t0"))
     if n_steps < 1 or save_every < 1 or n_steps % save_every:
         raise InputError(f"dl.solve: n_steps ({n_steps}) must be a positive multiple of save_every "
                          f"({save_every})")
@@ -813,7 +826,10 @@ def _checked_state0(system, state0, where: str, *, values: bool, project: bool) 
     check = getattr(system, "check_initial_state", None)
     if not traced and values and callable(check):
         try:
-            return tuple(check(*state0, project=project))
+            # concrete values inside an enclosing trace (dl.solve under jax.jit/grad with a
+            # closed-over state0): evaluated now, not staged into the trace
+            with jax.ensure_compile_time_eval():
+                return tuple(check(*state0, project=project))
         except InputError as exc:
             exc.args = (f"{where}: {exc}",)        # (the same error, with its residual etc.)
             raise exc from None

@@ -830,6 +830,8 @@ class NonholonomicSystem(SystemKind):
         v = _as_vector(v0, "v0")
         if v.size != n:
             raise InputError(f"v0 has length {v.size} but q0 has length {n}")
+        if self.has_force:
+            self._check_force(q, v)
         res = mu @ v - nu
         bound = tol * max(1.0, float(np.max(np.abs(v))))
         if np.max(np.abs(res)) > bound:
@@ -856,6 +858,25 @@ class NonholonomicSystem(SystemKind):
                               f"{np.array2string(given, precision=4)} -> {np.array2string(v, precision=4)}; "
                               f"give a v0 on the constraints to keep what you specified", UserWarning, stacklevel=4)
         return q, v
+
+    def _check_force(self, q, v):
+        """InputError unless force(q0, v0, t) (and its control) is a finite array of shape (n,)."""
+        with jax.ensure_compile_time_eval():
+            try:
+                out = self.force(jnp.asarray(q), jnp.asarray(v))
+            except (TypeError, ValueError, IndexError) as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise InputError(f"force(q0, v0, t{', u' if self._force_takes_u else ''}) fails ({first}); it must "
+                                 f"return an array of shape ({q.size},)") from None
+        if jnp.shape(out) != (q.size,):
+            raise InputError(f"force(q0, v0, t) returned shape {jnp.shape(out)}; expected ({q.size},), one "
+                             f"generalized force per coordinate")
+        if linalg.traced(out):           # traced controls (dl.solve under jax.grad): shapes only
+            return
+        f = np.asarray(out)
+        if not np.all(np.isfinite(f)):
+            raise InputError(f"force(q0, v0, t) is not finite ({np.array2string(f, precision=3)}); check the force "
+                             f"(and the controls) at the initial state")
 
     def _solve_dependent_q(self, q, dep, tol):
         """q with its coordinates ``dep`` (k indices) solved from φ(q) = 0 by Newton, the others as
