@@ -465,7 +465,8 @@ def user_model(ref: str, values: dict, inits=()):
                                + " ".join(f"--init {k}=V1,V2,..." for k in missing))
     first = state[names[0]]
     # energy is a first integral of a (q, v) system with linear constraints (no turning table)
-    invariants = ({"energy": made.energy} if getattr(made, "is_affine", True) is False else {})
+    invariants = ({"energy": made.energy} if getattr(made, "is_affine", True) is False
+                  and not getattr(made, "has_force", False) else {})
     coords = getattr(made, "labels", {}).get("coordinate_names") or tuple(f"{names[0][:-1]}[{i}]" for i in range(first.size))
     return Model(name=made.name, params=dict(values), system=made, q0=first, v0=state[names[1]] if len(names) > 1 else first,
                  coordinates=tuple(coords), source=f"a model of your own ({ref})", initial_state=state,
@@ -665,6 +666,8 @@ def _summary(traj, mdl, total_wall, files) -> dict:
         "energy_is_invariant": "energy" in mdl.invariants,
         "initial_state": {k: md[k] for k in mdl.initial_state if k in md},   # after --project
         "max_constraint_residual": traj.max_constraint_residual, **holonomic,
+        **({"max_energy_balance_residual": traj.max_energy_balance_residual, "work": float(traj.work[-1])}
+           if traj.energy_balance_residual is not None else {}),
         **({"resumed_at_step": md["resumed_at_step"]} if "resumed_at_step" in md else {}),
         "invariants": inv,
         "newton": md.get("newton"),
@@ -687,7 +690,10 @@ def _print_summary(s, outdir):
     t.add_row("steps", f"{s['n_steps']:,}")
     if "resumed_at_step" in s:
         t.add_row("resumed", f"from the checkpoint at step {s['resumed_at_step']:,}")
-    if s["energy_is_invariant"]:
+    if "max_energy_balance_residual" in s:        # forces act: the balance E − E0 − W, not E
+        t.add_row("energy balance", f"max |E − E0 − W| / scale {s['max_energy_balance_residual']:.3e}  "
+                                    f"(work of the forces W = {s['work']:.6g})")
+    elif s["energy_is_invariant"]:
         t.add_row("max |ΔE|/E", f"{s['max_relative_energy_error']:.3e}")
     else:
         t.add_row("max |E(t) − E(0)|", f"{s['max_energy_change']:.3e}  (energy is not an invariant here)")

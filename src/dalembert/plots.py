@@ -140,7 +140,11 @@ def run_figures(traj, model, out: Path) -> list[Path]:
     files.append(save_figure(fig, out / "path.png"))
 
     fig, ax = plt.subplots(figsize=(6.5, 3.5))
-    if "energy" in model.invariants:
+    if traj.energy_balance_residual is not None:            # forces act: E − E0 − W
+        ax.semilogy(t, np.maximum(np.abs(np.asarray(traj.energy_balance_residual[::s])), 1e-17), lw=0.8)
+        ax.set_ylabel(labelled("|E(t) − E(0) − W(t)|", unit_of(model, "energy")))
+        ax.set_title(f"{model.name}: energy balance residual, W the work of the forces ({label})", fontsize=9)
+    elif "energy" in model.invariants:
         err = np.abs(np.asarray(traj.relative_energy_error[::s]))
         ax.semilogy(t, np.maximum(err, 1e-17), lw=0.8)
         ax.set_ylabel("|E(t) − E(0)| / |E(0)| (dimensionless)")
@@ -227,7 +231,12 @@ def trajectory_figure(traj):
     md = traj.metadata
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     _state_panel(axes[0], t, traj)
-    if traj.energy is not None:
+    balance = traj.energy_balance_residual
+    if balance is not None:                   # forces act: the balance E − E0 − W, not E
+        axes[1].semilogy(t[::s], np.maximum(np.abs(np.asarray(balance))[::s], 1e-17), lw=0.8)
+        axes[1].set_ylabel("|E(t) − E(0) − W(t)| (energy units)")
+        axes[1].set_title("energy balance residual (W: the work of the forces)", fontsize=9)
+    elif traj.energy is not None:
         axes[1].semilogy(t[::s], np.maximum(np.abs(np.asarray(traj.relative_energy_error))[::s], 1e-17), lw=0.8)
         axes[1].set_ylabel("|E(t) − E(0)| / |E(0)| (dimensionless)")
         axes[1].set_title("relative energy error (where E is an invariant; else the energy change)", fontsize=9)

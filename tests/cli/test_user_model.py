@@ -85,3 +85,23 @@ def test_an_unknown_function_or_file_is_a_one_line_error(module, capsys, tmp_pat
     for ref, match in ((f"{module}:nope", "has no function 'nope'"), ("missing_file.py:f", "no file")):
         code, _, err = run_cli(["run", ref, "--out", str(tmp_path / "r")], capsys)
         assert code != 0 and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_forced_model_reports_the_energy_balance_not_the_energy(tmp_path, capsys):
+    """A damped skate: summary.json has the balance E − E0 − W (small, order h²) and the work (< 0);
+    the printed summary says "energy balance"; the energy is not declared an invariant."""
+    path = tmp_path / "damped.py"
+    path.write_text(SOURCE + textwrap.dedent('''
+        def make_damped():
+            return dl.NonholonomicSystem(
+                mass_matrix=jnp.diag(jnp.array([1.0, 1.0, 0.2])), potential=lambda q: 0.5 * q[0] ** 2,
+                constraint_matrix=lambda q: jnp.array([[-jnp.sin(q[2]), jnp.cos(q[2]), 0.0]]),
+                force=lambda q, v, t: -0.3 * v, name="damped")
+    '''))
+    code, out, err = run_cli(["run", f"{path}:make_damped", "--init", "q0=2,1,0.3", "--init",
+                              f"v0={float(V0[0])!r},{float(V0[1])!r},0.8", "--h", "0.01", "--t-final", "2",
+                              "--out", str(tmp_path / "run")], capsys)
+    assert code == 0, err
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["work"] < 0 and summary["max_energy_balance_residual"] < 1e-4     # measured 1.4e-5
+    assert not summary["energy_is_invariant"] and "energy balance" in out
