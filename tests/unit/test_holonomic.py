@@ -105,11 +105,12 @@ _ORDER_CASES = [
     ("spark-lobatto2", 2, (0.2, 0.1, 0.05)),
     ("spark-lobatto3", 4, (0.2, 0.1, 0.05)),
     ("spark-lobatto4", 6, (0.2, 0.1, 0.05)),
+    ("gonzalez-f+projection", 2, (0.1, 0.05, 0.025)),
 ]
 #: the polar form (q-dependent metric) of these in the full suite only: the same step code as the
 #: unit form (their configuration-constraint path is the general one), 5–20 s of compile each
 _POLAR_FULL_ONLY = ("gni-midpoint-sym", "nh-rattle-4", "rk8-projected", "dla-left", "gni-euler-a", "gni-euler-ab",
-                    "gni-midpoint", "spark-lobatto4")
+                    "gni-midpoint", "spark-lobatto4", "gonzalez-f+projection")
 #: spark-lobatto2 with configuration constraints is the general SPARK with s = 2, for a constant
 #: metric only (its declared features): no polar form
 _UNIT_ONLY = ("spark-lobatto2",)
@@ -122,21 +123,24 @@ def test_order_against_the_formulation_without_configuration_constraints(referen
     """Fitted order within ±0.15·p/2 of the declared one against the θ-skate's reference; φ at
     round-off at every node, the velocity constraints (Φ v and μ v) too. Measured (unit / polar):
     nh-rattle 2.001 / 2.000, gni-euler-a 0.996 / 0.996, gni-euler-ab 2.001 / 2.001, gni-midpoint
-    2.000 / 2.000, spark-lobatto2 2.007, spark-lobatto3 4.007 / 4.004, spark-lobatto4 6.002 / 5.962."""
+    2.000 / 2.000, spark-lobatto2 2.007, spark-lobatto3 4.007 / 4.004, spark-lobatto4 6.002 / 5.962,
+    gonzalez-f with node_projection 2.07 / 2.04 (both constraints at the nodes, energy 1.6e-15)."""
     system, (q0, v0) = (skate_unit(), state_unit()) if form == "unit" else (skate_polar(), state_polar())
     target = reference()
     errs = []
+    method, _, projection = method.partition("+")
+    options = {"node_projection": True} if projection else {}
     for h in hs:
-        tr = dl.integrate(system, method, q0=q0, v0=v0, h=h, t_final=T, progress=False)
+        tr = dl.integrate(system, method, q0=q0, v0=v0, h=h, t_final=T, progress=False, **options)
         q = tr.q[-1] if form == "unit" else _unit_from_polar(tr.q[-1])
         errs.append(np.max(np.abs(q - target)))
         assert tr.holonomic_residual.shape == (len(tr.t), 1)
         assert tr.max_holonomic_residual <= 1e-14                    # measured ≤ 4.5e-16
         assert tr.constraint_residual.shape == (len(tr.t), 2)        # Φ v row, then μ v
-        if method != "gonzalez-f":                                   # its Φv, μv hold at the midpoint
+        if method != "gonzalez-f" or projection:                     # its Φv, μv hold at the midpoint
             assert tr.max_constraint_residual <= 1e-13               # measured ≤ 1.5e-14
-        else:
-            assert tr.max_relative_energy_error <= 1e-14             # measured ≤ 1.4e-15
+        if method == "gonzalez-f":
+            assert tr.max_relative_energy_error <= 1e-14             # measured ≤ 1.6e-15
     assert abs(_order(hs, errs) - order) <= 0.15 * max(order, 2) / 2 + (0.6 if order == 8 else 0.0), errs
 
 
@@ -250,11 +254,18 @@ def test_a_given_jacobian_is_used_and_equals_the_autodiff_one():
 def test_energy_conserving_mixed_method_long_run():
     """gonzalez-f with configuration constraints (impulse along the discrete gradient Φ̄, φ(q') = 0):
     over 2·10⁴ steps on the polar skate (q-dependent metric) the energy error stays at round-off
-    (a random walk of the steps' round-off: 1.5e-12 after 10⁵ steps) and φ at every node."""
+    (a random walk of the steps' round-off: 1.5e-12 after 10⁵ steps) and φ at every node; with
+    node_projection=True the velocity rows hold at every node too (without it they do not: the
+    negative control), the energy still at round-off (3.7e-12 after 10⁵ steps on the unit skate)."""
     q0, v0 = state_polar()
     tr = dl.integrate(skate_polar(), "gonzalez-f", q0=q0, v0=v0, h=0.01, t_final=200.0, save_every=8,
                       progress=False)
     assert tr.max_relative_energy_error <= 1e-12 and tr.max_holonomic_residual <= 1e-15   # 1.1e-13, 2.2e-16
+    assert tr.max_constraint_residual > 1e-8            # Φv, μv at the midpoint only: O(h²) at the nodes
+    proj = dl.integrate(skate_polar(), "gonzalez-f", q0=q0, v0=v0, h=0.01, t_final=200.0, save_every=8,
+                        progress=False, node_projection=True)
+    assert proj.max_relative_energy_error <= 1e-12 and proj.max_holonomic_residual <= 1e-15
+    assert proj.max_constraint_residual <= 1e-14       # both constraints at every node (measured 4e-16)
 
 
 def test_a_reduced_system_refuses_configuration_constraints_naming_the_coordinate_form():

@@ -53,9 +53,15 @@ _SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019"
 
 @dataclass(frozen=True, eq=False)
 class GonzalezF(Method):
-    """GONZALEZ-F, scheme (15) (see module doc). Build options: rtol, max_iter (Newton)."""
+    """GONZALEZ-F, scheme (15) (see module doc). Build options: rtol, max_iter (Newton),
+    ``node_projection`` (default False, the paper's scheme): after each step, p_{k+1} is projected
+    G-orthogonally onto the node constraints (Φ; μ)(q_{k+1}) G⁻¹p = 0 and rescaled to its kinetic
+    energy before the projection, so that both kinds of constraint hold at the node as well as
+    the energy (Hairer–Lubich–Wanner, Geometric Numerical Integration, §IV.4, projection onto
+    several invariants; the rescaling keeps linear constraints). Order 2, not self-adjoint."""
 
-    def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
+    def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER,
+              node_projection: bool = False) -> Scheme:
         n = jnp.asarray(q0).shape[0]
 
         def H(z):
@@ -99,9 +105,23 @@ class GonzalezF(Method):
                              simplified=True, has_scale=True)
             else:
                 res = newton(F, u0, jacobian=jax.jacrev(F), rtol=rtol, max_iter=max_iter, simplified=True)
-            return MomentumState(res.x[:n], res.x[n:2 * n]), StepInfo.of(res)
+            q1, p1 = res.x[:n], res.x[n:2 * n]
+            if node_projection:
+                p1 = _energy_preserving_projection(system, q1, p1)
+            return MomentumState(q1, p1), StepInfo.of(res)
 
         return Scheme(momentum_init(system), step, momentum_observe(system.factor_metric))
+
+
+def _energy_preserving_projection(system, q, p):
+    """p projected G-orthogonally onto M(q) G⁻¹ p = 0 (M = constraint_matrix, linear constraints)
+    and rescaled to the kinetic energy it had: T(q, p_new) = T(q, p), M G⁻¹ p_new = 0. Shape (n,)."""
+    f = system.factor_metric(q)
+    M = system.constraint_matrix(q)
+    s = linalg.solve_spd(linalg.mm(M, f.solve(M.T)), linalg.mv(M, f.solve(p)))
+    pp = p - linalg.vm(s, M)
+    t0, t1 = jnp.sum(p * f.solve(p)), jnp.sum(pp * f.solve(pp))
+    return pp * jnp.sqrt(jnp.where(t1 > 0, t0 / jnp.where(t1 > 0, t1, 1.0), 1.0))
 
 
 def _grad_18(system, f, n, dbasis):
@@ -173,7 +193,9 @@ def _methods():
                 order=2, symmetric=True, implicit=True,
                 preserves=(Claim(Invariant.ENERGY, "energy H(q, p) (exactly, Gonzalez discrete gradient)"),
                            holonomic_claim("configuration constraint φ(q_k) = 0, its impulse along the discrete "
-                                           "gradient Φ̄ (Gonzalez 1999)")),
+                                           "gradient Φ̄ (Gonzalez 1999)"),
+                           Claim(Invariant.NODE_CONSTRAINT, "node constraints (Φ; μ)(q_k) G⁻¹p_k = 0 (the "
+                                 "energy-preserving node projection)", options=(("node_projection", True),))),
                 accepts={Feature.CONFIGURATION_METRIC, Feature.HOLONOMIC_CONSTRAINTS},
                 node_velocity="v_k = G⁻¹p_k (does NOT satisfy the constraint: it drifts)",
                 source=f"{_SOURCE}, (15) with the Gonzalez DG (12); q̄ the midpoint "
