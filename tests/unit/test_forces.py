@@ -85,6 +85,18 @@ def test_energy_balance_converges_and_the_work_is_what_the_damping_removes():
     assert abs(_order((0.1, 0.05, 0.025), res) - 2) <= 0.15, res
 
 
+@pytest.mark.parametrize("force", ["damped", "driven"])
+def test_energy_balance_of_a_fourth_order_method_converges_at_order_four(force):
+    """nh-rattle-4: the work is summed by the Hermite rule on the power (fourth order), so the
+    balance residual converges at 4 (measured 4.00 damped, 4.03 driven); with the trapezoidal
+    work it would stall at 2."""
+    hs, res = (0.2, 0.1, 0.05), []
+    for h in hs:
+        tr = dl.integrate(SYSTEMS[force], "nh-rattle-4", q0=Q0, v0=V0, h=h, t0=T0, t_final=T0 + 4.0, progress=False)
+        res.append(np.max(np.abs(tr.energy_balance_residual)))
+    assert abs(_order(hs, res) - 4) <= 0.3, res
+
+
 def test_explicit_kick_with_a_force_independent_of_v_equals_the_newton_path():
     """The driven force does not depend on v: nh-rattle-sym keeps its explicit kick with ∇V − f;
     the same method with fast_path=False (Newton on the whole step) agrees to the Newton

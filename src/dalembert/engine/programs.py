@@ -85,7 +85,7 @@ def bind(system, method, state0, options: dict) -> Bound:
                          f"two-step methods have one: {', '.join(monitors.monitored_methods())})")
     if getattr(target, "has_force", False):
         from .forcing import with_clock
-        scheme = with_clock(scheme, target, engine.get("t0", 0.0))
+        scheme = with_clock(scheme, target, engine.get("t0", 0.0), method.traits.order)
     if every:
         scheme = loop.with_checks(scheme, target, every)
     if method.traits.implicit and not method.traits.explicit_when:
