@@ -281,6 +281,10 @@ def list_cmd(only_models, only_methods, model_name, method_name, as_json):
                    "memory: for runs whose nodes do not fit (a checkpoint then holds the state only).")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Continue the interrupted run in DIR (its checkpoint.npz); no MODEL or other run options.")
+@click.option("--stop-when", "stop_when", default=None, metavar="EXPR",
+              help="End the run when a condition in t, q, v first holds, e.g. 'abs(q[3]) > 1.0' or "
+                   "'q[1] < -1.5' (an event located to round-off on the interpolant; jnp functions: sin, "
+                   "cos, tan, abs, sqrt, exp, log, arctan2, pi).")
 def run(**kwargs):
     """Integrate a built-in MODEL; write trajectory.npz (trajectory.h5 with --stream), summary.json
     and PNG plots.
@@ -297,7 +301,8 @@ def run(**kwargs):
 
 
 def _run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots, animate,
-         animation_format, checkpoint, checkpoint_every, check_every, on_parasitic, stream, resume_dir):
+         animation_format, checkpoint, checkpoint_every, check_every, on_parasitic, stream, resume_dir,
+         stop_when=None):
     """Integrate a built-in MODEL; write trajectory.npz (trajectory.h5 with --stream), summary.json
     and PNG plots.
 
@@ -378,6 +383,10 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
         click.echo(f"note: {method.name} runs outside the compiled engine: no checkpoint is written, and an "
                    f"interrupt (Ctrl-C) stops it without a partial result")
     t0 = time.perf_counter()
+    if stop_when is not None:
+        if stream:
+            raise click.UsageError("--stop-when keeps the nodes in memory (the event is located on them): drop --stream")
+        engine["events"] = [_stop_event(stop_when)]
     traj = _interruptible(lambda: dl.integrate(
         mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
         metadata={"model": mdl.name, "parameters": mdl.params, **({"model_ref": model} if user else {})},
@@ -400,6 +409,40 @@ RUN_FILES = ("summary.json", "trajectory.npz", "trajectory.h5")
 PARTIAL_STREAM = "trajectory.h5.partial"
 #: Most nodes the figures of a run draw (a longer run is drawn from every k-th node).
 PLOT_NODES = 200_000
+
+
+_STOP_FUNCTIONS = ("sin", "cos", "tan", "abs", "sqrt", "exp", "log", "arctan2", "pi")
+
+
+def _stop_event(expr: str):
+    """The terminal event of ``--stop-when LHS > RHS`` (or <, >=, <=): g(t, q, v) = LHS − RHS,
+    rising for > (falling for <), as in ``dl.integrate(events=[g])``."""
+    import ast
+
+    import jax.numpy as jnp
+    try:
+        tree = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        raise click.UsageError(f"--stop-when: {expr!r} is not an expression") from None
+    if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1
+            and isinstance(tree.ops[0], (ast.Gt, ast.GtE, ast.Lt, ast.LtE))):
+        raise click.UsageError(f"--stop-when takes one comparison, LHS > RHS or LHS < RHS (e.g. 'abs(q[3]) > 1.0'); "
+                               f"got {expr!r}")
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(_STOP_FUNCTIONS) - {"t", "q", "v"}
+    if names:
+        raise click.UsageError(f"--stop-when: unknown names {sorted(names)}; use t, q, v and "
+                               f"{', '.join(_STOP_FUNCTIONS)}")
+    space = {k: getattr(jnp, k) for k in _STOP_FUNCTIONS}
+    lhs = compile(ast.Expression(tree.left), "<stop-when>", "eval")
+    rhs = compile(ast.Expression(tree.comparators[0]), "<stop-when>", "eval")
+
+    def stop_when(t, q, v):
+        env = dict(space, t=t, q=q, v=v)
+        return jnp.asarray(eval(lhs, env) - eval(rhs, env), jnp.float64)   # noqa: S307 - the user's own CLI expression
+    stop_when.terminal = True
+    stop_when.direction = 1 if isinstance(tree.ops[0], (ast.Gt, ast.GtE)) else -1
+    stop_when.__name__ = "stop_when"
+    return stop_when
 
 
 def _resolve_model(ref: str, params, inits=()):
@@ -669,6 +712,7 @@ def _summary(traj, mdl, total_wall, files) -> dict:
         **({"max_energy_balance_residual": traj.max_energy_balance_residual, "work": float(traj.work[-1])}
            if traj.energy_balance_residual is not None else {}),
         **({"resumed_at_step": md["resumed_at_step"]} if "resumed_at_step" in md else {}),
+        **({"stopped_at": md["terminated_at"]} if md.get("terminated_at") is not None else {}),
         "invariants": inv,
         "newton": md.get("newton"),
         "integration_wall_time_s": md.get("wall_time_s"), "compile_time_s": md.get("compile_time_s"),
@@ -690,6 +734,8 @@ def _print_summary(s, outdir):
     t.add_row("steps", f"{s['n_steps']:,}")
     if "resumed_at_step" in s:
         t.add_row("resumed", f"from the checkpoint at step {s['resumed_at_step']:,}")
+    if "stopped_at" in s:
+        t.add_row("stopped", f"--stop-when held at t = {s['stopped_at']:.12g}")
     if "max_energy_balance_residual" in s:        # forces act: the balance E − E0 − W, not E
         t.add_row("energy balance", f"max |E − E0 − W| / scale {s['max_energy_balance_residual']:.3e}  "
                                     f"(work of the forces W = {s['work']:.6g})")

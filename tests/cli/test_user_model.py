@@ -105,3 +105,24 @@ def test_a_forced_model_reports_the_energy_balance_not_the_energy(tmp_path, caps
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["work"] < 0 and summary["max_energy_balance_residual"] < 1e-4     # measured 1.4e-5
     assert not summary["energy_is_invariant"] and "energy balance" in out
+
+
+def test_stop_when_ends_the_run_at_the_event(tmp_path, capsys):
+    """--stop-when 'q[1] > 0.5' on the nonholonomic particle: the run ends where y first rises
+    through 0.5, located to round-off (|y − 0.5| ≤ 1e-12 at the last node, which is before
+    t_final); a condition that never holds leaves the run whole (negative control); a bad
+    expression is a one-line usage error."""
+    out = tmp_path / "run"
+    code, text, err = run_cli(["run", "nonholonomic-particle", "--method", "nh-rattle-sym", "--h", "0.05",
+                               "--t-final", "20", "--stop-when", "q[1] > 0.5", "--out", str(out)], capsys)
+    assert code == 0, err
+    traj = dl.load(out / "trajectory.npz")
+    summary = json.loads((out / "summary.json").read_text())
+    assert traj.t[-1] < 20.0 and summary["stopped_at"] == traj.t[-1] and abs(traj.q[-1][1] - 0.5) <= 1e-12
+    assert np.all(traj.q[:-1, 1] < 0.5 + 1e-12) and "stopped" in text
+    code, _, err = run_cli(["run", "nonholonomic-particle", "--method", "nh-rattle-sym", "--h", "0.05",
+                            "--t-final", "2", "--stop-when", "q[1] > 1e9", "--out", str(tmp_path / "r2")], capsys)
+    assert code == 0 and dl.load(tmp_path / "r2" / "trajectory.npz").t[-1] == 2.0
+    code, _, err = run_cli(["run", "nonholonomic-particle", "--stop-when", "q[1] + w", "--out",
+                            str(tmp_path / "r3")], capsys)
+    assert code != 0 and "one comparison" in err and len(err.strip().splitlines()) == 1
