@@ -28,6 +28,8 @@ MEASURED = {
     "suslov": (0.0, 4.81e-15, 3.59e-09),
     "tilting-disk": (4.28e-13, 6.14e-09, 7.85e-08),
     "tilting-disk-so3": (1.19e-15, 1.66e-06, 4.84e-04),
+    "tilting-disk-centre": (4.66e-13, 2.70e-09, 4.18e-08),
+    "sleigh-pendulum": (8.32e-14, 2.85e-04, 1.22e-04),
     "vertical-rolling-disk": (1.93e-16, 7.95e-08, 1.63e-05),
 }
 MARGIN, ROUNDOFF = 10.0, 1e-14
