@@ -30,7 +30,26 @@ FULL_ONLY = ("groupoid-gni", "groupoid-dla")
 #: its R² × SO(3) form's lie-gni order is checked against the Euler-angle disk in
 #: tests/unit/test_reduced_system.py (reduced-gni is the same scheme, the exponential chart compiles
 #: for a minute); ``python -m dalembert.verification`` runs every method
-QUICK_MODEL_METHODS = {"tilting-disk": ("gni-midpoint",), "tilting-disk-so3": ()}
+QUICK_MODEL_METHODS = {"tilting-disk": ("gni-midpoint",), "tilting-disk-so3": (),
+                       # the models with a configuration constraint: every method that accepts one
+                       # runs on both in the full suite (each pair 5–65 s: compilation); here one
+                       # method per kind of claim — the node constraint and φ (gni-midpoint on the
+                       # disk; nh-rattle-sym, order 2, runs on the sleigh in
+                       # tests/unit/test_holonomic_models.py) and the discrete constraint and φ
+                       # (dla-midpoint on the sleigh)
+                       "tilting-disk-centre": ("gni-midpoint",), "sleigh-pendulum": ("dla-midpoint",)}
+
+#: pairs that fail today, with the reason; the test suite expects them to fail (strictly: a pair
+#: that starts to pass fails the suite until it is removed here). The disk in centre coordinates
+#: (contact height φ = z_c − r cos ϑ, normal force ≈ 10 N) stops these methods' Newton solves at
+#: the steps that its conformance check needs (h ≤ 0.005; the first-order methods are
+#: pre-asymptotic above 0.00125, as on tilting-disk): the update of the configuration impulse Λ
+#: stalls at ε·|q|·m/h, above the solver's tolerance 1e-14 (1 + |unknowns|) for small h (the same
+#: happens on the unit-vector skate of tests/unit/test_holonomic.py below h = 2e-4). SPARK, the
+#: symmetric GNIs, dla-midpoint, gonzalez-f and the other compositions pass at these steps.
+KNOWN_FAILURES = {
+    (m, "tilting-disk-centre"): "Newton stalls on the configuration impulse at small h"
+    for m in ("gni-euler-a", "gni-euler-b", "gni-euler-ab", "dla-left", "nh-rattle-6")}
 
 
 def in_quick_suite(method: str, model: str) -> bool:

@@ -3,14 +3,20 @@ against ``traits.order`` (± 0.15) and each checkable property in ``traits.prese
 (:mod:`dalembert.verification`). A new method or model is tested by registering it."""
 import pytest
 
-from conformance_policy import in_quick_suite
+from conformance_policy import KNOWN_FAILURES, in_quick_suite
 
 from dalembert import verification as v
 
 PAIRS = v.pairs()
 
 
-@pytest.mark.parametrize("method,model,form", PAIRS, ids=[f"{m}|{mo}|{f}" for m, mo, f in PAIRS])
+def _param(method, model, form):
+    known = KNOWN_FAILURES.get((method, model))
+    marks = [pytest.mark.xfail(reason=known, strict=True)] if known and form == "system" else []
+    return pytest.param(method, model, form, id=f"{method}|{model}|{form}", marks=marks)
+
+
+@pytest.mark.parametrize("method,model,form", [_param(*p) for p in PAIRS])
 def test_declared_order_and_preserved_properties(method, model, form):
     if not in_quick_suite(method, model):
         pytest.skip(f"{method} on {model} is not in the quick suite (see conformance_policy.EXPENSIVE and "
@@ -19,6 +25,7 @@ def test_declared_order_and_preserved_properties(method, model, form):
     row = v.check_pair(method, model, form)
     if not row.applicable:
         pytest.skip(f"{method} refuses {model}: {row.reason}")
+    assert not row.error, f"{method} on {model}: {row.error}"
     assert row.order_ok, (f"{method} on {model}: fitted order {row.fitted:.3f} (errors {row.errors}) "
                           f"vs declared {row.declared}")
     for name, (value, tol, ok) in row.preserved.items():
