@@ -15,8 +15,9 @@ toward the trailing direction −e. Coordinates q = (x, y, θ, x_b, y_b) (n = 5)
 
 The metric is the sleigh's (θ-dependent, positive definite for J > 0) beside m_b 1₂; V is written in
 q without the root of |B − P| (it equals κ(1 − cos α) on φ = 0). On φ = 0, Φ's bob block is the
-unit vector (B − P)/ℓ, so the bob's equation m_b B̈ = Λ (B − P)/ℓ makes −Λ the rod's tension (N). The energy ½ q̇ᵀG q̇ + V is conserved; the bob's swing drives the sleigh
-(the blade turns its sideways push into forward motion).
+unit vector (B − P)/ℓ, so the bob's equation m_b B̈ = Λ (B − P)/ℓ makes −Λ the rod's tension
+(N). The energy ½ q̇ᵀG q̇ + V is conserved; the bob's swing drives the sleigh (from rest, with the
+default data, it travels 5.8 m in 20 s).
 
 Reference solution (``Model.reference``): the same mechanism in minimal coordinates s = (x, y, θ, α)
 with B = P − ℓ (cos(θ + α), sin(θ + α)): G_s = S + m_b J_Bᵀ J_B (S the sleigh's metric,
@@ -24,11 +25,12 @@ J_B = ∂B/∂s), V = κ(1 − cos α), μ_s = (−sin θ, cos θ, 0, 0) — a s
 constraint, whose index-1 ODE is solved by DOP853 (rtol = atol = 1e-13) and mapped to q
 (:func:`minimal_system`, :func:`to_minimal`, :func:`from_minimal`).
 
-A model of this package built from two textbook parts: the Chaplygin sleigh (Neimark & Fufaev,
-*Dynamics of Nonholonomic Systems*, 1972, Ch. III; Bloch, *Nonholonomic Mechanics and Control*,
-2003, §1.7) and a pendulum in Cartesian coordinates with its length as a holonomic constraint
-(Hairer, Lubich & Wanner, *Geometric Numerical Integration*, 2006, VII.1; Marsden & West, Acta
-Numerica 10 (2001), §3.5 for the discrete equations). Default data: M = 1 kg, J = 0.1 kg m²,
+A model of this package built from two standard parts: the Chaplygin sleigh with the Lagrangian
+of ``chaplygin-sleigh`` (Celledoni, Farré Puiggalí, Høiseth & Martín de Diego 2019, §4.2;
+Ferraro, Iglesias & Martín de Diego, Nonlinearity 21 (2008), Example 3) and a pendulum in
+Cartesian coordinates with its length as a holonomic constraint (constrained mechanical systems:
+Hairer, Lubich & Wanner, *Geometric Numerical Integration*, 2nd ed. 2006, VII.1; Marsden & West,
+Acta Numerica 10 (2001), §3.5 for the discrete equations). Default data: M = 1 kg, J = 0.1 kg m²,
 a = 0.3 m, pivot d = −0.2 m (behind the blade), m_b = 0.5 kg, ℓ = 0.4 m, κ = 0.2 J; the sleigh at
 rest at the origin heading along x, the rod 1 rad from trailing and at rest.
 """
@@ -41,9 +43,9 @@ import numpy as np
 from ..systems import NonholonomicSystem
 from .base import Model, ModelSpec, Parameter, positive, register
 
-SOURCE = ("Neimark & Fufaev, Dynamics of Nonholonomic Systems, 1972, Ch. III (the sleigh); Hairer, "
-          "Lubich & Wanner, Geometric Numerical Integration, 2006, VII.1 (the constrained pendulum); "
-          "Marsden & West, Acta Numerica 10 (2001) §3.5")
+SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.2 and Ferraro–Iglesias–Martín de "
+          "Diego 2008 Example 3 (the sleigh); Hairer, Lubich & Wanner, Geometric Numerical Integration, "
+          "2006, VII.1 (constrained mechanical systems); Marsden & West, Acta Numerica 10 (2001) §3.5")
 
 
 def _sleigh_metric(q, M, a, J):
@@ -132,8 +134,8 @@ def from_minimal(p, s, sdot):
 
 def to_minimal(p, q, qdot):
     """(s, ṡ) (4,) of a state (q, q̇) (5,) on φ = 0, Φ q̇ = 0: α = atan2 of (B − P) against −e,
-    α̇ = ((B − P) × (Ḃ − Ṗ))/ℓ² − θ̇ (a NumPy function of concrete values)."""
-    d, l = p["d"], p["l"]
+    α̇ = ((B − P) × (Ḃ − Ṗ))/|B − P|² − θ̇ (a NumPy function of concrete values)."""
+    d = p["d"]
     q, qdot = np.asarray(q, float), np.asarray(qdot, float)
     th, thd = q[2], qdot[2]
     e, de = np.array([np.cos(th), np.sin(th)]), np.array([-np.sin(th), np.cos(th)])
