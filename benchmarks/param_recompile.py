@@ -10,8 +10,13 @@ process's wall time (start of Python to exit) and of the run's compile time (sum
 `compile_time_s`: from the call to the compiled programs being ready — tracing, lowering and
 XLA's compile or the cache's load), with the load average before and after.
 
-Run: `python benchmarks/param_recompile.py [--rounds 5] [--model chaplygin-sleigh]` (writes
-benchmarks/results/param_recompile.md).
+The price of the parameters as arguments is paid at every step: the step's program no longer
+has them as constants (XLA cannot fold them). ``--steps-only`` / the second table: steps per
+second of the model's default method in this process, both paths alternating (``save_every``
+100, ``--speed-t-final``).
+
+Run: `python benchmarks/param_recompile.py [--rounds 5] [--model chaplygin-sleigh]
+[--steps-only]` (writes benchmarks/results/param_recompile.md, or param_recompile_steps.md).
 """
 from __future__ import annotations
 
@@ -46,11 +51,46 @@ def one(model, value, extra, cache: Path, out: Path) -> tuple:
     return wall, json.loads((out / "summary.json").read_text())["compile_time_s"]
 
 
+def step_speed(model: str, rounds: int, t_final: float) -> str:
+    """Markdown table: steps/s of the default path and of the parameters as arguments."""
+    sys.path.insert(0, str(SRC))
+    import dalembert as dl
+    from dalembert.engine import programs
+    dl.configure()
+    mdl, spec = dl.models.get(model), dl.models.spec(model)
+    marked = programs.parametrised(spec.system(dict(mdl.params)), spec.system, mdl.params)
+    kw = dict(h=mdl.default_h, t_final=t_final, save_every=100, progress=False, **mdl.initial_state)
+    systems = {"default": mdl.system, "--reuse-compiled": marked}
+    speed = {k: [] for k in systems}
+    for s in systems.values():
+        dl.integrate(s, mdl.default_method, **kw)                  # compiles
+    load0 = os.getloadavg()
+    for r in range(rounds):
+        for k, s in (systems.items() if r % 2 == 0 else list(systems.items())[::-1]):
+            speed[k].append(dl.integrate(s, mdl.default_method, **kw).metadata["steps_per_second"])
+    load1 = os.getloadavg()
+    lines = [f"# Steps per second with the parameters as arguments: {model}, `{mdl.default_method}`", "",
+             "| path | steps/s (min / median / max) |", "|---|---|"]
+    for k, v in speed.items():
+        lines.append(f"| {k} | {min(v):.3g} / {statistics.median(v):.3g} / {max(v):.3g} |")
+    ratio = statistics.median(speed["--reuse-compiled"]) / statistics.median(speed["default"])
+    lines += ["", f"Median ratio (arguments / constants): {ratio:.2f}.", ""]
+    note = (f"{rounds} rounds, paths alternating, one process; {int(round(t_final / mdl.default_h))} steps "
+            f"of h = {mdl.default_h:g} per run, save_every = 100; {os.cpu_count()} cores; load average "
+            f"(1 min) {load0[0]:.1f} before, {load1[0]:.1f} after.")
+    return publish("\n".join(lines), note, out=HERE / "results" / "param_recompile_steps.md")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--model", default="chaplygin-sleigh")
+    ap.add_argument("--steps-only", action="store_true", help="only the steps/s table")
+    ap.add_argument("--speed-t-final", type=float, default=5000.0)
     args = ap.parse_args()
+    if args.steps_only:
+        step_speed(args.model, args.rounds, args.speed_t_final)
+        return
     load0 = os.getloadavg()
     walls = {(p, k): [] for p, _ in PATHS for k, _ in PROCESSES}
     compiles = {key: [] for key in walls}

@@ -287,7 +287,9 @@ def list_cmd(only_models, only_methods, model_name, method_name, as_json):
               help="Compile the model's parameters as arguments of the program, so that a run with other "
                    "--param values (in a new process too, through the compilation cache) does not compile "
                    "again. Models with a traceable factory (dalembert list --model NAME); the results "
-                   "equal the default path's to round-off, not bit for bit.")
+                   "equal the default path's to round-off, not bit for bit, and the steps are slower "
+                   "(the parameters are no longer constants of the program): for short runs of many "
+                   "values.")
 def run(**kwargs):
     """Integrate a built-in MODEL; write trajectory.npz (trajectory.h5 with --stream), summary.json
     and PNG plots.
