@@ -361,6 +361,12 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
     init = _parse_inits(inits, mdl)
     method = _method_for(mdl, method_name)
     user = ":" in model
+    system, reuse = mdl.system, {}
+    if reuse_compiled:             # (refused before anything is written)
+        if user:
+            raise InputError(f"--reuse-compiled: built-in models only ({model} is a model of your own: call "
+                             f"its function inside your own program instead)")
+        system, reuse = _compiled_system(mdl, method), {REUSE_KEY: True}
     if user and (h is None and math.isnan(mdl.default_h) or t_final is None and math.isnan(mdl.default_t_final)):
         raise click.UsageError(f"MODEL {model} has no default step or final time: pass --h and --t-final")
     if save_every < 1:
@@ -388,12 +394,6 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
     if not method.compiled:
         click.echo(f"note: {method.name} runs outside the compiled engine: no checkpoint is written, and an "
                    f"interrupt (Ctrl-C) stops it without a partial result")
-    system, reuse = mdl.system, {}
-    if reuse_compiled:
-        if user:
-            raise InputError(f"--reuse-compiled: built-in models only ({model} is a model of your own: call "
-                             f"its function inside your own program instead)")
-        system, reuse = _compiled_system(mdl, method), {REUSE_KEY: True}
     t0 = time.perf_counter()
     traj = _interruptible(lambda: dl.integrate(
         system, method, h=h, t_final=T, save_every=save_every, project=project,
