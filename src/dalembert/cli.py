@@ -430,7 +430,8 @@ def _compiled_system(mdl, method):
     (cached by :func:`dalembert.models.get`, shared with the library) keeps the default path.
 
     Raises InputError: a model without a traceable factory, one whose factory reads the
-    parameters' values, a method that integrates the model through a view."""
+    parameters' values, a method outside the compiled engine or one that integrates the model
+    through a view."""
     import dalembert as dl
     from dalembert.engine.programs import parametrised
     from dalembert.errors import InputError
@@ -441,6 +442,9 @@ def _compiled_system(mdl, method):
         raise InputError(f"--reuse-compiled: {mdl.name} has no traceable factory (models with one: {have}); "
                          f"drop --reuse-compiled")
     method = dl.methods.get(method) if isinstance(method, str) else method
+    if not method.compiled:
+        raise InputError(f"--reuse-compiled: {method.name} runs outside the compiled engine (nothing is "
+                         f"compiled to reuse); drop --reuse-compiled")
     if resolve(mdl.system, method) is not None:
         raise InputError(f"--reuse-compiled: {method.name} integrates {mdl.name} through a view of another "
                          f"system kind, which compiles the parameters in; drop --reuse-compiled or choose "

@@ -99,11 +99,13 @@ def test_a_factory_that_reads_its_parameters_is_refused():
     assert programs.parametrisation(factory({"k": 1.0})) is None
 
 
-@pytest.mark.parametrize("model, says", [
-    ("gearbox", "gearbox has no traceable factory (models with one: chaplygin-sleigh"),
+@pytest.mark.parametrize("args, says", [
+    (["gearbox"], "gearbox has no traceable factory (models with one: chaplygin-sleigh"),
+    (["chaplygin-sleigh", "--method", "dg-gonzalez"], "dg-gonzalez integrates chaplygin-sleigh through a view"),
+    (["chaplygin-sleigh", "--method", "reference"], "reference runs outside the compiled engine"),
 ])
-def test_models_it_cannot_serve_are_refused_in_one_line(model, says, tmp_path, capsys):
-    code, _, err = run_cli(["run", model, "--reuse-compiled", "--no-plots", "--out", str(tmp_path / "o")], capsys)
+def test_runs_it_cannot_serve_are_refused_in_one_line(args, says, tmp_path, capsys):
+    code, _, err = run_cli(["run", *args, "--reuse-compiled", "--no-plots", "--out", str(tmp_path / "o")], capsys)
     assert code == 1 and err.count("\n") == 1 and says in err and "drop --reuse-compiled" in err, err
     assert not (tmp_path / "o" / "trajectory.npz").exists()
 
