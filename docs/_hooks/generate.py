@@ -11,6 +11,16 @@ and adds them to the build's files (``File.generated``): nothing is written into
 so the pages cannot go stale. The hook imports dalembert from this checkout's ``src/`` (it is put
 first on ``sys.path``), whatever other copy the environment has installed.
 
+The gallery's runs are most of a build's time (each compiles its model's step). Each figure is
+kept in a cache outside the repository (``$DALEMBERT_DOCS_CACHE``, default
+``$XDG_CACHE_HOME/dalembert/docs-figures``; ``DALEMBERT_DOCS_CACHE=off`` turns it off), keyed by
+everything the figure is drawn from: the model's name, parameters, default method, step, number
+of steps and initial state, the digest of dalembert's source files and of this hook's figure
+code, and the JAX, jaxlib, NumPy and Matplotlib versions (:func:`figure_key`). A build whose inputs
+are unchanged (pages edited, another build, ``mkdocs serve``) reuses the figures; a change of
+any source file of dalembert draws them all again. The runs that are made use the persistent
+compilation cache of the command line (``dalembert.configure(compilation_cache=True)``).
+
 It also keeps internal wording out of the site: the registry strings have their references to
 internal working documents removed (``textclean.clean``; the docstrings get the same treatment in
 the griffe extension ``docstrings.py``), and every page's final HTML is checked for them
@@ -19,8 +29,10 @@ the griffe extension ``docstrings.py``), and every page's final HTML is checked 
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import io
+import json
 import logging
 import os
 import re
@@ -132,7 +144,10 @@ def _import_dalembert(config):
     import dalembert
     from dalembert.config import backends_started
     if not backends_started():
-        dalembert.configure(cpu_devices=False)
+        try:
+            dalembert.configure(cpu_devices=False, compilation_cache=True)
+        except Exception:  # noqa: BLE001 — an unusable cache directory: build without it
+            dalembert.configure(cpu_devices=False)
     return dalembert
 
 
@@ -273,6 +288,83 @@ def _figure(dl, model):
     return buf.getvalue(), caption, seconds, notes
 
 
+def figure_cache_dir() -> Path | None:
+    """The directory of the gallery's figure cache (None: turned off, ``DALEMBERT_DOCS_CACHE=off``)."""
+    env = os.environ.get("DALEMBERT_DOCS_CACHE", "").strip()
+    if env.lower() in ("off", "0", "none"):
+        return None
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dalembert" / "docs-figures"
+
+
+_SOURCE_DIGEST: dict = {}
+
+
+def source_digest(dl) -> str:
+    """SHA-256 of dalembert's source files (path and bytes of every ``*.py`` of the package
+    imported, sorted) and of this hook's figure code: any change draws the figures again."""
+    root = Path(dl.__file__).resolve().parent
+    if root not in _SOURCE_DIGEST:
+        h = hashlib.sha256()
+        for f in sorted(root.rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+        import inspect
+        h.update(inspect.getsource(_figure).encode())
+        _SOURCE_DIGEST[root] = h.hexdigest()
+    return _SOURCE_DIGEST[root]
+
+
+def figure_key(dl, model) -> str:
+    """The cache key of a model's gallery figure: a digest of what the figure is drawn from."""
+    import jax
+    import jaxlib
+    import matplotlib
+    import numpy as np
+    h = float(model.default_h)
+    n = max(1, min(int(round(model.default_t_final / h)), MAX_FIGURE_STEPS))
+    state = {k: [str(np.asarray(v).dtype), list(np.shape(v)), np.asarray(v, float).tobytes().hex()]
+             for k, v in model.initial_state.items()}
+    what = {"model": model.name, "params": {k: repr(v) for k, v in sorted(model.params.items())},
+            "method": str(model.default_method), "h": repr(h), "steps": n, "state": state,
+            "path": [model.path_array, list(model.path)], "coordinates": list(model.coordinates),
+            "source": source_digest(dl), "versions": [dl.__version__, jax.__version__, jaxlib.__version__,
+                                                      np.__version__, matplotlib.__version__]}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def cached_figure(dl, model, cache: Path | None):
+    """:func:`_figure` of ``model``, from ``cache`` when it holds the figure of the same inputs
+    (:func:`figure_key`), else drawn and stored there (a cache that cannot be written is
+    skipped). Returns (PNG bytes, caption, seconds of the run, warnings, whether it was cached)."""
+    key = figure_key(dl, model) if cache is not None else None
+    if key is not None:
+        png, meta = cache / f"{model.name}-{key}.png", cache / f"{model.name}-{key}.json"
+        try:
+            info = json.loads(meta.read_text(encoding="utf-8"))
+            return png.read_bytes(), info["caption"], info["seconds"], info["notes"], True
+        except (OSError, ValueError, KeyError):
+            pass
+    out = _figure(dl, model)
+    if key is not None:
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            for old in cache.glob(f"{model.name}-*"):        # this model's figures of other inputs
+                owner, _, k = old.name.split(".")[0].rpartition("-")
+                if owner == model.name and k != key:
+                    old.unlink(missing_ok=True)
+            tmp = png.with_suffix(".png.tmp")
+            tmp.write_bytes(out[0])
+            tmp.replace(png)
+            tmp = meta.with_suffix(".json.tmp")       # written last: its presence means both are there
+            tmp.write_text(json.dumps({"caption": out[1], "seconds": out[2], "notes": out[3]}), encoding="utf-8")
+            tmp.replace(meta)
+        except OSError as exc:
+            log.info(f"model gallery: figure cache {cache} not written ({exc})")
+    return (*out, False)
+
+
 def models_page(dl, files, figures: dict) -> str:
     """The Markdown of the model gallery; ``figures``: name -> (path in docs, caption, s, notes)."""
     specs = dl.models.available()
@@ -349,22 +441,24 @@ def on_files(files, config):
     figures = {}
     # DALEMBERT_DOCS_FIGURES=0 skips the gallery's runs (a quicker `mkdocs serve` while writing)
     draw = os.environ.get("DALEMBERT_DOCS_FIGURES", "1").strip() != "0"
+    cache, reused = figure_cache_dir(), 0
     for name in (dl.models.available() if draw else ()):
         model = dl.models.get(name)
         try:
-            png, caption, seconds, notes = _figure(dl, model)
+            png, caption, seconds, notes, hit = cached_figure(dl, model, cache)
         except Exception as exc:  # noqa: BLE001 — a model whose default run fails is a doc bug
             log.warning(f"model gallery: the default run of {name!r} failed: {type(exc).__name__}: {exc}")
             continue
+        reused += hit
         path = f"{FIGURE_DIR}/{name}.png"
         files.append(File.generated(config, path, content=png))
         figures[name] = (path, caption, seconds, notes)
-        log.debug(f"model gallery: {name} in {seconds:.1f} s")
+        log.debug(f"model gallery: {name} {'from the cache' if hit else f'in {seconds:.1f} s'}")
     files.append(File.generated(config, METHODS_PAGE, content=methods_page(dl, files)))
     files.append(File.generated(config, MODELS_PAGE, content=models_page(dl, files, figures)))
     log.info(f"dalembert hook: generated {METHODS_PAGE}, {MODELS_PAGE} and {len(figures)} figures "
-             f"in {time.perf_counter() - t_all:.1f} s (dalembert {dl.__version__} from "
-             f"{Path(dl.__file__).parent})")
+             f"({reused} from the cache {cache}) in {time.perf_counter() - t_all:.1f} s (dalembert "
+             f"{dl.__version__} from {Path(dl.__file__).parent})")
     return files
 
 

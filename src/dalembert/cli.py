@@ -166,6 +166,8 @@ def _model_details(name) -> list:
     out.append(f"  system kind: {kind_name(mdl.system)}; coordinates: {', '.join(mdl.coordinates)}")
     out.append("  parameters (--param NAME=VALUE):" if s.parameters else "  parameters: none")
     out += [f"    {p.name} = {p.default:g} {p.unit}".rstrip() + f"  — {p.doc}" for p in s.parameters]
+    if s.system is not None and s.parameters:
+        out.append("    traceable factory: --reuse-compiled runs every value with one compiled program")
     out.append("  initial state (--init NAME=V1,V2,...):")
     out += [f"    {k}=" + ",".join(f"{x:.10g}" for x in np.asarray(v, float).ravel())
             for k, v in mdl.initial_state.items()]
@@ -285,6 +287,13 @@ def list_cmd(only_models, only_methods, model_name, method_name, as_json):
               help="End the run when a condition in t, q, v first holds, e.g. 'abs(q[3]) > 1.0' or "
                    "'q[1] < -1.5' (an event located to round-off on the interpolant; jnp functions: sin, "
                    "cos, tan, abs, sqrt, exp, log, arctan2, pi).")
+@click.option("--reuse-compiled", is_flag=True,
+              help="Compile the model's parameters as arguments of the program, so that a run with other "
+                   "--param values (in a new process too, through the compilation cache) does not compile "
+                   "again. Models with a traceable factory (dalembert list --model NAME); the results "
+                   "equal the default path's to round-off, not bit for bit, and the steps are slower "
+                   "(the parameters are no longer constants of the program): for short runs of many "
+                   "values.")
 def run(**kwargs):
     """Integrate a built-in MODEL; write trajectory.npz (trajectory.h5 with --stream), summary.json
     and PNG plots.
@@ -302,7 +311,7 @@ def run(**kwargs):
 
 def _run(model, method_name, h, t_final, params, inits, save_every, out, project, no_plots, animate,
          animation_format, checkpoint, checkpoint_every, check_every, on_parasitic, stream, resume_dir,
-         stop_when=None):
+         reuse_compiled=False, stop_when=None):
     """Integrate a built-in MODEL; write trajectory.npz (trajectory.h5 with --stream), summary.json
     and PNG plots.
 
@@ -317,7 +326,7 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
     if resume_dir is not None:
         given = [f for f, v in (("MODEL", model), ("--method", method_name), ("--h", h), ("--t-final", t_final),
                                 ("--param", params), ("--init", inits), ("--out", out),
-                                ("--stream", stream)) if v]
+                                ("--stream", stream), ("--reuse-compiled", reuse_compiled)) if v]
         if given:
             raise click.UsageError(f"--resume continues a run as it was started; drop {', '.join(given)}")
         ck = ckpt_mod.read(resume_dir)
@@ -343,7 +352,8 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
             if (outdir / "summary.json").exists():
                 return None
             return _finish(result, mdl, outdir, t0, no_plots, animate, animation_format)
-        traj = _interruptible(lambda: dl.resume(ck["path"], mdl.system, checkpoint=ck["path"],
+        system = _compiled_system(mdl, md["method"]) if md.get(REUSE_KEY) else mdl.system
+        traj = _interruptible(lambda: dl.resume(ck["path"], system, checkpoint=ck["path"],
                                                 checkpoint_every=checkpoint_every if checkpoint else math.inf,
                                                 keep_checkpoint=True),     # removed by _finish
                               outdir)
@@ -355,6 +365,12 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
     init = _parse_inits(inits, mdl)
     method = _method_for(mdl, method_name)
     user = ":" in model
+    system, reuse = mdl.system, {}
+    if reuse_compiled:             # (refused before anything is written)
+        if user:
+            raise InputError(f"--reuse-compiled: built-in models only ({model} is a model of your own: call "
+                             f"its function inside your own program instead)")
+        system, reuse = _compiled_system(mdl, method), {REUSE_KEY: True}
     if user and (h is None and math.isnan(mdl.default_h) or t_final is None and math.isnan(mdl.default_t_final)):
         raise click.UsageError(f"MODEL {model} has no default step or final time: pass --h and --t-final")
     if save_every < 1:
@@ -388,8 +404,8 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
             raise click.UsageError("--stop-when keeps the nodes in memory (the event is located on them): drop --stream")
         engine["events"] = [_stop_event(stop_when)]
     traj = _interruptible(lambda: dl.integrate(
-        mdl.system, method, h=h, t_final=T, save_every=save_every, project=project,
-        metadata={"model": mdl.name, "parameters": mdl.params, **({"model_ref": model} if user else {})},
+        system, method, h=h, t_final=T, save_every=save_every, project=project,
+        metadata={"model": mdl.name, "parameters": mdl.params, **({"model_ref": model} if user else {}), **reuse},
         checkpoint=outdir / "checkpoint.npz" if method.compiled else None, keep_checkpoint=True,
         checkpoint_every=checkpoint_every if checkpoint else math.inf,
         stream=outdir / "trajectory.h5" if stream else None, **state, **engine), outdir,
@@ -443,6 +459,42 @@ def _stop_event(expr: str):
     stop_when.direction = 1 if isinstance(tree.ops[0], (ast.Gt, ast.GtE)) else -1
     stop_when.__name__ = "stop_when"
     return stop_when
+
+
+#: Metadata entry of a run made with --reuse-compiled (a resumed run compiles the same way).
+REUSE_KEY = "parameters_compiled_as_arguments"
+
+
+def _compiled_system(mdl, method):
+    """The system of the built-in model ``mdl`` built again by its traceable factory and marked so
+    that its parameters are arguments of the compiled program
+    (:func:`dalembert.engine.programs.parametrised`): a new system object, so that the model's own
+    (cached by :func:`dalembert.models.get`, shared with the library) keeps the default path.
+
+    Raises InputError: a model without a traceable factory, one whose factory reads the
+    parameters' values, a method outside the compiled engine or one that integrates the model
+    through a view."""
+    import dalembert as dl
+    from dalembert.engine.programs import parametrised
+    from dalembert.errors import InputError
+    from dalembert.methods.kinds import resolve
+    spec = dl.models.spec(mdl.name)
+    if spec.system is None:
+        have = ", ".join(sorted(n for n, x in dl.models.available().items() if x.system is not None))
+        raise InputError(f"--reuse-compiled: {mdl.name} has no traceable factory (models with one: {have}); "
+                         f"drop --reuse-compiled")
+    method = dl.methods.get(method) if isinstance(method, str) else method
+    if not method.compiled:
+        raise InputError(f"--reuse-compiled: {method.name} runs outside the compiled engine (nothing is "
+                         f"compiled to reuse); drop --reuse-compiled")
+    if resolve(mdl.system, method) is not None:
+        raise InputError(f"--reuse-compiled: {method.name} integrates {mdl.name} through a view of another "
+                         f"system kind, which compiles the parameters in; drop --reuse-compiled or choose "
+                         f"another method (dalembert list --model {mdl.name})")
+    try:
+        return parametrised(spec.system(dict(mdl.params)), spec.system, mdl.params)
+    except InputError as exc:
+        raise InputError(f"--reuse-compiled: {exc}; drop --reuse-compiled") from None
 
 
 def _resolve_model(ref: str, params, inits=()):
@@ -610,7 +662,8 @@ def _complete_result(outdir: Path, md: dict, mdl):
     except InputError:
         return None
     rmd = traj.metadata
-    same = ("model", "parameters", "method", "options", "h", "n_steps", "save_every", *mdl.initial_state)
+    same = ("model", "parameters", "method", "options", "h", "n_steps", "save_every", REUSE_KEY,
+            *mdl.initial_state)
     if "failed" in rmd or "interrupted" in rmd or any(rmd.get(k) != md.get(k) for k in same):
         return None
     full, rem = loop.save_plan(int(md["n_steps"]), int(md["save_every"]))

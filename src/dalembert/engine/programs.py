@@ -5,7 +5,9 @@ registered view of it, :func:`dalembert.methods.kinds.resolve`) *before* anythin
 builds the method's scheme on the system it integrates. :func:`single_run_programs` compiles the
 start and chunk functions of a single run once per (system, method, options, state shapes); they
 are kept with the system object (weakly, :mod:`dalembert._cache`) and serve every initial state,
-step size, run length and ``save_every``.
+step size, run length and ``save_every``. A system marked by :func:`parametrised` (built by a
+model's factory) compiles its parameters as arguments instead: its programs are kept with the
+factory and serve every value of the parameters too.
 """
 from __future__ import annotations
 
@@ -148,8 +150,12 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
     ``chunk(state, h, n_active, save_every, alive) -> (state, outputs, ok, fail_at, cause, it_sum,
     it_max)``
     (see :func:`dalembert.engine.loop.make_chunk`), with :data:`~dalembert.engine.loop.CHUNK_SAVES`
-    nodes.
+    nodes. For a system marked by :func:`parametrised` (and a method without a view), the programs
+    take its float parameters as arguments (:func:`_parametrised_programs`).
     """
+    made = parametrisation(system)
+    if made is not None and resolve(system, method) is None:
+        return _parametrised_programs(system, made, method, options, state0, h)
     key = ("single", method, options_key(options), state_shapes(state0),
            view_key(system, method, state0))
 
@@ -203,3 +209,103 @@ class Rechecked:
         if self.checked is None:
             self.checked = self.make_checked()
         return self.checked(state, h, n_active, n_sub, alive)
+
+
+
+#: systems built by a factory from concrete parameters (:func:`parametrised`):
+#: ``{system: (factory, float parameters, other parameters)}``
+_PARAMETRISED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def parametrised(system, factory: Callable, params: dict):
+    """Mark ``system`` (= ``factory(params)``, concrete) so that its single runs compile the float
+    parameters as *arguments* of the program rather than constants in it: one compiled program —
+    in memory, kept with ``factory``, and one entry of the persistent compilation cache — serves
+    every value of the parameters. Integer parameters (they may decide shapes) stay constants and
+    part of the program's key. Returns ``system``.
+
+    The results equal those of the unmarked system to round-off, not bit for bit: XLA compiles a
+    constant and an argument differently (it folds constants, contracts a*b + c into a fused
+    multiply-add where it can, divides by a scalar as a product with its reciprocal), so that
+    the last bits of some nodes differ. A run with a view (a method that integrates another
+    kind) compiles as for an unmarked system.
+
+    Raises InputError when ``factory`` cannot build the system from traced parameters (it reads
+    their values).
+    """
+    floats = {k: np.float64(v) for k, v in sorted(params.items())
+              if not isinstance(v, (bool, int, np.integer))}
+    fixed = {k: v for k, v in params.items() if k not in floats}
+
+    def probe(p):
+        factory({**fixed, **p})
+        return jnp.zeros(())
+    try:
+        with jax.ensure_compile_time_eval():
+            jax.make_jaxpr(probe)(floats)
+    except Exception as exc:  # noqa: BLE001 - any failure of the traced build: refuse, one line
+        raise InputError(f"{getattr(system, 'name', 'this system')}: its factory needs concrete parameter "
+                         f"values ({type(exc).__name__}), so its parameters cannot be arguments of the "
+                         f"compiled program") from None
+    _PARAMETRISED[system] = (factory, floats, fixed)
+    return system
+
+
+def parametrisation(system):
+    """``(factory, float parameters, other parameters)`` of a system marked by
+    :func:`parametrised`, else None."""
+    try:
+        return _PARAMETRISED.get(system)
+    except TypeError:                  # not weakly referenceable: never marked
+        return None
+
+
+def _parametrised_programs(system, made, method, options, state0, h):
+    """:func:`single_run_programs` of a system marked by :func:`parametrised`: ``start`` and
+    ``chunk`` take the float parameters as their first argument, bound here to the system's
+    values; the compiled programs are kept with the factory."""
+    factory, floats, fixed = made
+    key = ("single-parametrised", method, options_key(options), state_shapes(state0),
+           tuple(sorted((k, hashable(v)) for k, v in fixed.items())), tuple(floats))
+
+    def make():
+        def bound(p):
+            # what does not depend on the parameters is evaluated now, concretely, as for a
+            # system with constant parameters (see _compiled_param_ensemble)
+            with jax.ensure_compile_time_eval():
+                return bind(factory({**fixed, **p}), method, state0, options)
+
+        def start(p, x0s, h):
+            b = bound(p)
+            state = b.scheme.init(*b.convert(*x0s), h)
+            return state, loop.node_outputs(b.system, b.scheme.observe(state, h))
+
+        start_c = compile_lowered(jax.jit(start).lower(floats, state0, h))
+        state_s = jax.eval_shape(start, floats, state0, h)[0]
+        layout = []
+        int32 = jax.ShapeDtypeStruct((), jnp.int32)
+
+        def compiled_chunk(fast):
+            def chunk(p, state, hh, n_active, n_sub, alive):
+                b = bound(p)
+                return loop.make_chunk(b.system, b.scheme, loop.CHUNK_SAVES, state_s, hh, layout_out=layout,
+                                       fast=fast)(state, hh, n_active, n_sub, alive)
+            return compile_lowered(jax.jit(chunk).lower(floats, state_s, h, int32, int32,
+                                                        jax.ShapeDtypeStruct((), jnp.bool_)))
+
+        fast = loop.never_fails(bind(system, method, state0, options).scheme, state_s, h)
+        checked = {}
+
+        def make_checked():            # compiled on the first failure of a fast chunk, then kept
+            if "chunk" not in checked:
+                checked["chunk"] = compiled_chunk(False)
+            return checked["chunk"]
+        return start_c, compiled_chunk(fast), (make_checked if fast else None), layout[0]
+    start_c, chunk_c, make_checked, layout = cached(factory, key, make)
+
+    def with_params(c):
+        return lambda state, hh, n_active, n_sub, alive: c(floats, state, hh, n_active, n_sub, alive)
+    start = (lambda x0s, hh: start_c(floats, x0s, hh))
+    if make_checked is None:
+        return start, with_params(chunk_c), layout
+    return start, Rechecked(with_params(chunk_c), lambda: with_params(make_checked())), layout
