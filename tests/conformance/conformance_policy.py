@@ -40,16 +40,10 @@ QUICK_MODEL_METHODS = {"tilting-disk": ("gni-midpoint",), "tilting-disk-so3": ()
                        "tilting-disk-centre": ("gni-midpoint",), "sleigh-pendulum": ("dla-midpoint",)}
 
 #: pairs that fail today, with the reason; the test suite expects them to fail (strictly: a pair
-#: that starts to pass fails the suite until it is removed here). The disk in centre coordinates
-#: (contact height φ = z_c − r cos ϑ, normal force ≈ 10 N) stops these methods' Newton solves at
-#: the steps that its conformance check needs (h ≤ 0.005; the first-order methods are
-#: pre-asymptotic above 0.00125, as on tilting-disk): the update of the configuration impulse Λ
-#: stalls at ε·|q|·m/h, above the solver's tolerance 1e-14 (1 + |unknowns|) for small h (the same
-#: happens on the unit-vector skate of tests/unit/test_holonomic.py below h = 2e-4). SPARK, the
-#: symmetric GNIs, dla-midpoint, gonzalez-f and the other compositions pass at these steps.
-KNOWN_FAILURES = {
-    (m, "tilting-disk-centre"): "Newton stalls on the configuration impulse at small h"
-    for m in ("gni-euler-a", "gni-euler-b", "gni-euler-ab", "dla-left", "nh-rattle-6")}
+#: that starts to pass fails the suite until it is removed here). Empty: the five pairs of the disk
+#: in centre coordinates whose Newton solves stalled at small h pass since the impulses are tested
+#: against their round-off floor (methods.base.impulse_roundoff).
+KNOWN_FAILURES: dict = {}
 
 
 def in_quick_suite(method: str, model: str) -> bool:

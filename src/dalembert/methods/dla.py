@@ -30,7 +30,7 @@ from .. import linalg
 from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
-from .base import Method, Observation, Scheme, StepInfo, Traits, holonomic_claim
+from .base import Method, Observation, Scheme, StepInfo, Traits, holonomic_claim, impulse_roundoff
 from .discrete_constraints import left_point_constraint, midpoint_constraint
 from .gni import GNIState, startup_init, reflection_coefficients
 
@@ -90,18 +90,24 @@ class DLA(Method):
             mu = system.constraint_matrix(q)
             m = mu.shape[0]
 
+            f = factor_fn(q)
+
             def F(z):
                 x, lam = z[:n], z[n:]
                 return jnp.concatenate([D1(q, x, h) + fd(q, x, h)[0] + p - linalg.vm(lam, mu), phi(x),
                                         omega(q, x, h)])
 
-            f = factor_fn(q)
+            def F_scaled(z):     # impulses to their round-off floor (methods.base.impulse_roundoff)
+                x = z[:n]
+                return F(z), jnp.concatenate([jnp.maximum(jnp.abs(x), jnp.abs(q)),
+                                              jnp.full(m, impulse_roundoff(system, f, q, x, h))])
+
             s, _ = reflection_coefficients(system, q, p, f)
             x0 = q + h * f.solve(p - linalg.vm(s, mu))
             # the Jacobian in reverse mode (F contains the gradient D1 L_d): faster in a vmapped
             # ensemble and never slower alone (docs/benchmarks.md, "Measurements behind the code")
-            res = newton(F, jnp.concatenate([x0, jnp.zeros(m)]), jacobian=jax.jacrev(F), rtol=rtol,
-                         max_iter=max_iter)
+            res = newton(F_scaled, jnp.concatenate([x0, jnp.zeros(m)]), jacobian=jax.jacrev(F), rtol=rtol,
+                         max_iter=max_iter, has_scale=True)
             x = res.x[:n]
             return GNIState(x, D2(q, x, h) + fd(q, x, h)[1], g), StepInfo(res.converged, res.iterations)
 

@@ -39,7 +39,7 @@ from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .base import (Method, Observation, Scheme, StepInfo, Traits, compensated_add, explicit_info,
-                   holonomic_claim, with_compensation)
+                   holonomic_claim, impulse_roundoff, with_compensation)
 
 
 class GNIState(NamedTuple):
@@ -278,7 +278,11 @@ def _shake_step(system, factor_fn, L_d, a, rtol, max_iter, fd):
             def drift(Lam):
                 return q + h * f.solve(base - linalg.vm(Lam, Phi))
 
-            res = newton(lambda Lam: system.holonomic(drift(Lam)), jnp.zeros(k), rtol=rtol, max_iter=max_iter)
+            def G(Lam):
+                x = drift(Lam)
+                return system.holonomic(x), jnp.full(k, impulse_roundoff(system, f, q, x, h))
+
+            res = newton(G, jnp.zeros(k), rtol=rtol, max_iter=max_iter, has_scale=True)
             x = drift(res.x)
             g1 = net_gradient(system, x, h)
             p1 = base - linalg.vm(res.x, Phi) - (1.0 - a) * h * g1
@@ -287,9 +291,12 @@ def _shake_step(system, factor_fn, L_d, a, rtol, max_iter, fd):
 
         def F(u):
             x, Lam = u[:n], u[n:]
-            return jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - pm + linalg.vm(Lam, Phi), system.holonomic(x)])
+            res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - pm + linalg.vm(Lam, Phi), system.holonomic(x)])
+            s = impulse_roundoff(system, f, q, x, h)
+            return res, jnp.concatenate([jnp.maximum(jnp.abs(x), jnp.abs(q)), jnp.full(k, s)])
 
-        res = newton(F, jnp.concatenate([q + h * f.solve(pm), jnp.zeros(k)]), rtol=rtol, max_iter=max_iter)
+        res = newton(F, jnp.concatenate([q + h * f.solve(pm), jnp.zeros(k)]), rtol=rtol, max_iter=max_iter,
+                     has_scale=True)
         x = res.x[:n]
         return GNIState(x, D2(q, x, h) + fd(q, x, h)[1], g), StepInfo.of(res)
     return step

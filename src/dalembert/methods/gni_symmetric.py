@@ -47,7 +47,7 @@ from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .gni import net_gradient
-from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, holonomic_claim,
+from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, holonomic_claim, impulse_roundoff,
                    multiplier_init, multiplier_observe, with_compensation)
 
 
@@ -106,15 +106,19 @@ def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
         def p_next(x, ell):
             return D2(q, x, h) + fd(q, x, h)[1] - linalg.vm(ell, system.constraint_matrix(x))
 
+        f0 = factor_fn(q)
+
         def F(u):
             x, ell, Lam = u[:n], u[n:n + r], u[n + r:]
-            return jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(left(ell, Lam), M0),
-                                    _constraint(system, factor_fn(x), x, p_next(x, ell)),
-                                    system.holonomic(x)])
+            res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(left(ell, Lam), M0),
+                                   _constraint(system, factor_fn(x), x, p_next(x, ell)),
+                                   system.holonomic(x)])
+            s = impulse_roundoff(system, f0, q, x, h)
+            return res, jnp.concatenate([jnp.maximum(jnp.abs(x), jnp.abs(q)), jnp.full(r + k, s)])
 
         ell0 = -0.5 * h * lam
-        x0 = q + h * factor_fn(q).solve(p - linalg.vm(ell0, M0))
-        res = newton(F, jnp.concatenate([x0, ell0, ell0[:k]]), rtol=rtol, max_iter=max_iter)
+        x0 = q + h * f0.solve(p - linalg.vm(ell0, M0))
+        res = newton(F, jnp.concatenate([x0, ell0, ell0[:k]]), rtol=rtol, max_iter=max_iter, has_scale=True)
         x, ell, Lam = res.x[:n], res.x[n:n + r], res.x[n + r:]
         lam1 = jnp.concatenate([-(Lam + ell[:k]) / h, -(2.0 / h) * ell[k:]])
         return MultiplierState(x, p_next(x, ell), lam1), StepInfo.of(res)
@@ -135,14 +139,18 @@ def _newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
         def p_next(x, ell):
             return D2(q, x, h) + fd(q, x, h)[1] - linalg.vm(ell, system.constraint_matrix(x))
 
+        f0 = factor_fn(q)
+
         def F(u):
             x, ell = u[:n], u[n:]
-            return jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(ell, mu0),
-                                    _constraint(system, factor_fn(x), x, p_next(x, ell))])
+            res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(ell, mu0),
+                                   _constraint(system, factor_fn(x), x, p_next(x, ell))])
+            s = impulse_roundoff(system, f0, q, x, h)
+            return res, jnp.concatenate([jnp.maximum(jnp.abs(x), jnp.abs(q)), jnp.full(ell.shape[0], s)])
 
         ell0 = -0.5 * h * lam
-        u0 = jnp.concatenate([q + h * factor_fn(q).solve(p - linalg.vm(ell0, mu0)), ell0])
-        res = newton(F, u0, rtol=rtol, max_iter=max_iter)
+        u0 = jnp.concatenate([q + h * f0.solve(p - linalg.vm(ell0, mu0)), ell0])
+        res = newton(F, u0, rtol=rtol, max_iter=max_iter, has_scale=True)
         x, ell = res.x[:n], res.x[n:]
         return MultiplierState(x, p_next(x, ell), -(2.0 / h) * ell), StepInfo.of(res)
     return step
