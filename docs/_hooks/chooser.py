@@ -59,7 +59,7 @@ CHOOSER = {
     "reference": ("the yardstick: SciPy DOP853 at rtol = atol = 1e-13; not structure-preserving, "
                   "not compiled, no checkpoint", "explicit, adaptive (SciPy)"),
     # --- almost-Poisson form (a NonholonomicSystem reaches it through its reduction) ---
-    "dg-gonzalez": ("exact energy (linear constraints, no forces): the recommended discrete gradient", DG),
+    "dg-gonzalez": ("exact energy (linear constraints), or its exact balance with forces: the recommended discrete gradient", DG),
     "dg-avf": ("exact energy; the averaged-vector-field gradient", DG),
     "dg-itoh-abe": ("exact energy at order 1: the cheapest discrete gradient", DG),
     "dg-itoh-abe-sym": ("exact energy, order 2: the symmetrised Itoh–Abe gradient", DG),

@@ -170,7 +170,7 @@ def test_controls_in_integrate_equal_the_same_controls_in_solve():
     (lambda: CAR, {"controls": np.zeros((7, 2))}, "controls has 7 rows"),
     (lambda: CAR, {}, "takes a control but none is given"),
     (lambda: SYSTEMS["damped"], {"controls": np.zeros((10, 2))}, "takes none"),
-    (lambda: SYSTEMS["damped"], {"method": "dg-gonzalez"}, "does not accept systems with non-conservative forces"),
+    (lambda: SYSTEMS["damped"], {"method": "gonzalez-r"}, "does not accept systems with non-conservative forces"),
 ])
 def test_bad_forces_and_controls_are_one_line_errors(make, kw, match):
     kw = dict(kw)
@@ -178,5 +178,5 @@ def test_bad_forces_and_controls_are_one_line_errors(make, kw, match):
     with pytest.raises(InputError, match=match) as err:
         dl.integrate(make(), method, q0=Q0, v0=V0, h=0.1, t_final=1.0, progress=False, **kw)
     assert "\n" not in str(err.value)
-    if method == "dg-gonzalez":
+    if method == "gonzalez-r":
         assert "nh-rattle-sym" in str(err.value)

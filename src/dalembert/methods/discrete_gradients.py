@@ -46,12 +46,19 @@ from ..systems.reduction import NonholonomicReduction
 from .discrete_constraints import midpoint_constraint
 from .base import Method, Scheme, StepInfo, Traits
 
+#: the node array of the discrete work (the engine's name, :data:`dalembert.engine.forcing.WORK`)
+WORK = "work"
+
 #: Default number of Gauss–Legendre nodes of the AVF discrete gradient (our measurement, the paper does
 #: not say how it evaluates (11): 5 nodes give 3e-15 on the chaotic system at h = 0.1; 8 leaves a
 #: margin; docs/theory/celledoni2019.md).
 AVF_NODES = 8
 
 _SOURCE = "Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019"
+
+#: The Gonzalez correction is left out where its numerator is below this many ε of the energies
+#: (see :func:`gonzalez`; ours).
+GONZALEZ_NOISE = 8.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +97,12 @@ def gonzalez(H, grad=None):
     ∇̄H(x, y) = ∇H(x̄) + [H(y) − H(x) − ∇H(x̄)ᵀΔ] Δ / |Δ|²,  Δ = y − x, x̄ = (x + y)/2,
     and ∇H(x̄) when Δ = 0. Symmetric; |·| is the Euclidean norm of the whole state.
 
+    The correction is also left out where its numerator is at the round-off of H,
+    |H(y) − H(x) − ∇H(x̄)ᵀΔ| ≤ :data:`GONZALEZ_NOISE` · ε (|H(x)| + |H(y)| + |∇H(x̄)ᵀΔ|) (ours): (10a)
+    then holds to that round-off without it, and the quotient would only amplify the noise by
+    1/|Δ| — which stalled Newton on a damped system coming to rest (|Δ| ~ 1e-8 at H ~ 0.03: a
+    correction of noise 0.1·|Δ| per component).
+
     grad : optional callable x -> (N,) used as the base vector instead of ∇H (autodiff). (10a)
         holds for any base vector; only consistency (10b) needs it close to ∇H (Remark 3.5).
 
@@ -97,14 +110,18 @@ def gonzalez(H, grad=None):
     """
     grad = jax.grad(H) if grad is None else grad
 
+    eps = float(np.finfo(np.float64).eps)
+
     def dg(x, y):
         d = y - x
         g = grad(0.5 * (x + y))
         d2 = jnp.sum(d * d)
-        ok = d2 > 0.0
+        Hx, Hy, gd = H(x), H(y), jnp.sum(g * d)
+        num = Hy - Hx - gd
+        noise = GONZALEZ_NOISE * eps * (jnp.abs(Hx) + jnp.abs(Hy) + jnp.abs(gd))
+        ok = (d2 > 0.0) & (jnp.abs(num) > noise)
         safe = jnp.where(ok, d2, 1.0)
-        c = (H(y) - H(x) - jnp.sum(g * d)) / safe
-        return g + jnp.where(ok, c, 0.0) * d
+        return g + jnp.where(ok, num / safe, 0.0) * d
     return dg
 
 
@@ -191,6 +208,17 @@ def dg_step_fn(ap: AlmostPoissonSystem, dg, *, rtol: float = RTOL, max_iter: int
     docs/theory/celledoni2019.md). A chart that degenerates at x̄ or x' (see
     :class:`AlmostPoissonSystem`) marks the step as failed (cause CHART).
 
+    With a dissipation R or a force F (``ap.has_force``), the step is McLachlan, Quispel &
+    Robidoux's (1999, §2) discrete-gradient method for ẋ = (Π − R)∇H + F:
+
+        x' = x + h (Π(x̄) − R(x̄)) ∇̄H(x, x') + h F̄,   F̄ = F(x̄, t_k + h/2, u_k; ∇̄H),
+
+    (the reduced force of a nonholonomic system takes its velocity as X(q̄)∇̄_ρH), so that by
+    (10a) H(x') − H(x) = −h ∇̄HᵀR∇̄H + h ∇̄HᵀF̄ — exactly, up to ∇̄Hᵀ times the Newton residual:
+    the dissipation can only remove energy. ``step.with_work(x, h) -> (x', StepInfo, w)`` also
+    returns that discrete work w = h∇̄Hᵀ(−R∇̄H + F̄) (0 unforced). The "frozen" Jacobian adds
+    −(h/2)(−R∇²H + ∂F/∂x) at x; "midpoint" uses the whole vector field.
+
     The Newton test is componentwise and accepts an update at the round-off of the residual's
     terms, ROUNDOFF · ε · max(|x_i|, |x'_i|, h (|Π̃| |∇̄H|)_i) (:func:`~dalembert.solvers.newton.newton`),
     so large states (chaotic quartic with n = 80, |x| ≈ 50) converge at round-off, and a large
@@ -220,20 +248,47 @@ def dg_step_fn(ap: AlmostPoissonSystem, dg, *, rtol: float = RTOL, max_iter: int
         raise InputError(f"jacobian must be 'exact', 'midpoint' or 'frozen'; got {jacobian!r}")
     if newton_update not in ("simplified", "full"):
         raise InputError(f"newton_update must be 'simplified' or 'full'; got {newton_update!r}")
+    forced = getattr(ap, "has_force", False)
+    external = forced and ap.has_external_force
 
     def step(x, h):
+        y, info, _ = step_with_work(x, h)
+        return y, info
+
+    def increment(x, y, h):
+        """h((Π − R)(x̄)∇̄H + F̄), the terms' magnitudes for the Newton test, and h∇̄Hᵀ(−R∇̄H + F̄)."""
+        xm, g = 0.5 * (x + y), dg(x, y)
+        P = ap.structure_matrix(xm) if forced else ap.poisson_matrix(xm)
+        dx = linalg.mv(P, g)
+        terms = linalg.mv(jnp.abs(P), jnp.abs(g))
+        if not forced:
+            return h * dx, h * terms, jnp.zeros((), jnp.float64)
+        power = jnp.zeros((), jnp.float64)
+        if ap.has_dissipation:
+            power = -jnp.sum(g * linalg.mv(ap.dissipation(xm), g))
+        if external:
+            Fbar = ap.force_field(xm, 0.5 * h, g)      # (x̄, t_k + h/2, u_k), ∇̄H for the velocity
+            dx, terms = dx + Fbar, terms + jnp.abs(Fbar)
+            power = power + jnp.sum(g * Fbar)
+        return h * dx, h * terms, h * power
+
+    def step_with_work(x, h):
         def F_scaled(y):
-            P, g = ap.poisson_matrix(0.5 * (x + y)), dg(x, y)
-            terms = h * linalg.mv(jnp.abs(P), jnp.abs(g))
-            return y - x - h * linalg.mv(P, g), jnp.maximum(jnp.maximum(jnp.abs(x), jnp.abs(y)), terms)
+            dx, terms, _ = increment(x, y, h)
+            return y - x - dx, jnp.maximum(jnp.maximum(jnp.abs(x), jnp.abs(y)), terms)
 
         def F(y):
             return F_scaled(y)[0]
 
         if jacobian == "frozen":   # Π(x) once, for the predictor and the Jacobian
-            P0 = ap.poisson_matrix(x)
-            y0 = x + h * linalg.mv(P0, jax.grad(ap.hamiltonian)(x))
+            P0 = ap.structure_matrix(x) if forced else ap.poisson_matrix(x)
+            g0 = jax.grad(ap.hamiltonian)(x)
             J0 = jnp.eye(x.shape[0]) - 0.5 * h * linalg.mm(P0, jax.hessian(ap.hamiltonian)(x))
+            v0 = linalg.mv(P0, g0)
+            if external:            # the force at the step's start and its Jacobian (the gradient's too)
+                J0 = J0 - 0.5 * h * jax.jacfwd(lambda z: ap.force_field(z, 0.5 * h))(x)
+                v0 = v0 + ap.force_field(x, 0.5 * h, g0)
+            y0 = x + h * v0
 
             def J(y):
                 return J0
@@ -251,20 +306,32 @@ def dg_step_fn(ap: AlmostPoissonSystem, dg, *, rtol: float = RTOL, max_iter: int
             chart_ok = (ap.degeneracy(0.5 * (x + y)) > DEGENERACY_TOL) & (ap.degeneracy(y) > DEGENERACY_TOL)
             cause = jnp.where(ok & ~chart_ok, newton_mod.CHART, cause)
             ok = ok & chart_ok
-        return y, StepInfo(ok, res.iterations, cause)
+        work = increment(x, y, h)[2] if forced else jnp.zeros((), jnp.float64)
+        return y, StepInfo(ok, res.iterations, cause), work
+    step.with_work = step_with_work
     return step
 
 
 class ChartState(NamedTuple):
     """The state of a discrete-gradient method on an atlas (:mod:`dalembert.systems.reduction`):
     x (N,) the reduced state in the chart ``anchor``; steps (int32) taken; switches (int32) of
-    chart so far; last_switch (int32) the step index after which the last switch happened (−1)."""
+    chart so far; last_switch (int32) the step index after which the last switch happened (−1);
+    work: the discrete work W_k of the dissipation and the force so far (0 unforced)."""
 
     x: Any
     anchor: Any
     steps: Any
     switches: Any
     last_switch: Any
+    work: Any = 0.0
+
+
+class WorkState(NamedTuple):
+    """The state of a discrete-gradient method on a forced system (one chart): x (N,) and the
+    discrete work W_k = Σ_j h∇̄Hᵀ(−R∇̄H + F̄) of the steps so far (scalar)."""
+
+    x: Any
+    work: Any
 
 
 def atlas_step_fn(ap, dg_of, **newton_options):
@@ -276,7 +343,7 @@ def atlas_step_fn(ap, dg_of, **newton_options):
     composition across a switch is not time-symmetric (a backward run would switch elsewhere)."""
     def step(state, h):
         chart = ap.in_chart(state.anchor)
-        x1, info = dg_step_fn(chart, dg_of(chart.hamiltonian), **newton_options)(state.x, h)
+        x1, info, w = dg_step_fn(chart, dg_of(chart.hamiltonian), **newton_options).with_work(state.x, h)
         q1 = x1[:ap.n_config]
         switch = chart.degeneracy(x1) < ap.switch_below
 
@@ -287,7 +354,7 @@ def atlas_step_fn(ap, dg_of, **newton_options):
         x1, anchor = lax.cond(switch, change, lambda _: (x1, state.anchor), None)
         k = state.steps
         return ChartState(x1, anchor, k + 1, state.switches + switch.astype(jnp.int32),
-                          jnp.where(switch, k, state.last_switch)), info
+                          jnp.where(switch, k, state.last_switch), state.work + w), info
     return step
 
 
@@ -341,11 +408,13 @@ class DiscreteGradientMethod(Method):
                 out["basis_conditioning"] = chart.degeneracy(x)
             return out
 
+        forced = getattr(ap, "has_force", False)
         if getattr(ap, "atlas", False):
             def init(x0_, h=None):
                 x0_ = jnp.asarray(x0_)
                 zero = jnp.array(0, jnp.int32)
-                return ChartState(x0_, ap.anchor_at(x0_[:ap.n_config]), zero, zero, jnp.array(-1, jnp.int32))
+                return ChartState(x0_, ap.anchor_at(x0_[:ap.n_config]), zero, zero, jnp.array(-1, jnp.int32),
+                                  jnp.zeros((), jnp.float64))
 
             def observe(state, h=None):
                 chart = ap.in_chart(state.anchor)
@@ -353,11 +422,26 @@ class DiscreteGradientMethod(Method):
                 out["energy"] = chart.hamiltonian(state.x)
                 out["chart_switches"] = state.switches
                 out["last_chart_switch"] = state.last_switch
+                if forced:
+                    out[WORK] = state.work
                 return out
 
             return Scheme(init, atlas_step_fn(ap, dg_of, **newton_options), observe)
 
         step = dg_step_fn(ap, dg_of(ap.hamiltonian), **newton_options)
+        if forced:               # the state carries the discrete work, reported as the node's "work"
+            def init(x0_, h=None):
+                return WorkState(jnp.asarray(x0_), jnp.zeros((), jnp.float64))
+
+            def forced_step(state, h):
+                x1, info, w = step.with_work(state.x, h)
+                return WorkState(x1, state.work + w), info
+
+            def observe(state, h=None):
+                out = observe_x(ap, state.x)
+                out[WORK] = state.work
+                return out
+            return Scheme(init, forced_step, observe)
 
         def init(x0_, h=None):
             return jnp.asarray(x0_)
@@ -365,8 +449,21 @@ class DiscreteGradientMethod(Method):
         return Scheme(init, step, lambda x, h=None: observe_x(ap, x))
 
 
+def _unforced(system):
+    return not getattr(system, "has_force", False)
+
+
+def _forced(system):
+    return getattr(system, "has_force", False)
+
+
 def _traits(order, symmetric, source, energy=True):
-    preserves = ((Claim(Invariant.ENERGY, "energy H (exactly, by the discrete-gradient identity (10a))"),)
+    preserves = ((Claim(Invariant.ENERGY, "energy H (exactly, by the discrete-gradient identity (10a))",
+                        condition="systems without dissipation or force", holds_for=_unforced),
+                  Claim(Invariant.ENERGY_BALANCE,
+                        "energy balance H(x_{k+1}) − H(x_k) = −h∇̄HᵀR∇̄H + h∇̄HᵀF̄ (exactly, by (10a); McLachlan, "
+                        "Quispel & Robidoux 1999, §2): traj.work is this discrete work",
+                        condition="systems with dissipation or force", holds_for=_forced))
                  if energy else ()) + (
         Claim(Invariant.DISCRETE_CONSTRAINT, "discrete constraint μ(q̄)(q_{k+1} − q_k) = 0 (reduced form, Remark 3.3)",
               discrete_constraint=midpoint_constraint),
@@ -374,7 +471,8 @@ def _traits(order, symmetric, source, energy=True):
     return Traits(order=order, symmetric=symmetric, implicit=True, preserves=preserves,
                   node_velocity="v_k = X(q_k) g_D(q_k)⁻¹ ρ_k (16a), from the reduced state ζ_k = (q_k, ρ_k)",
                   source=f"{_SOURCE}, {source}", family="discrete-gradients",
-                  integrates=("almost-poisson",), accepts={Feature.CONFIGURATION_METRIC})
+                  integrates=("almost-poisson",),
+                  accepts={Feature.CONFIGURATION_METRIC, Feature.FORCES, Feature.CONTROLS, Feature.EXPLICIT_TIME})
 
 
 def _methods():

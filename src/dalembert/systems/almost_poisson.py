@@ -1,12 +1,17 @@
-"""Almost-Poisson systems ẋ = Π(x) ∇H(x).
+"""Almost-Poisson systems ẋ = Π(x) ∇H(x), and their dissipative and forced form
+ẋ = (Π(x) − R(x)) ∇H(x) + F(x, t[, u]).
 
-Source: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego, "Energy-preserving integrators
-applied to nonholonomic systems" (2019), §2.2, equations (8)–(9).
+Sources: Celledoni, Farré Puiggalí, Høiseth, Martín de Diego, "Energy-preserving integrators
+applied to nonholonomic systems" (2019), §2.2, equations (8)–(9); McLachlan, Quispel & Robidoux,
+"Geometric integration using discrete gradients", Phil. Trans. R. Soc. A 357 (1999) 1021–1045,
+§2 (the linear-gradient form ẋ = L(x)∇H(x) with L = Π − R, R symmetric positive semidefinite).
 
 :class:`AlmostPoissonSystem` — a skew matrix field Π(x) (N × N) and a Hamiltonian H(x) on R^N.
-H is a first integral because Π is skew: Ḣ = ∇Hᵀ Π ∇H = 0. ∇H comes from JAX autodiff. The
-automatic reduction of a nonholonomic system to this form, on an atlas of charts, is
-:mod:`dalembert.systems.reduction` (``dl.almost_poisson``).
+H is a first integral because Π is skew: Ḣ = ∇Hᵀ Π ∇H = 0. ∇H comes from JAX autodiff. With a
+dissipation R(x) (symmetric positive semidefinite) and a force F (e.g. B(x)u: an input matrix
+and a control), Ḣ = −∇HᵀR∇H + ∇HᵀF: the dissipation only removes energy, the force supplies it.
+The automatic reduction of a nonholonomic system to this form, on an atlas of charts, is
+:mod:`dalembert.systems.reduction` (``dl.almost_poisson``); it carries the system's force.
 """
 from __future__ import annotations
 
@@ -18,14 +23,15 @@ from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..declarations import NodeArray, Role
 from .kind import SystemKind
-from .nonholonomic import _as_vector, _expect_real
+from .nonholonomic import _as_vector, _expect_real, _no_controls, _positional_count
 
 #: A chart whose conditioning measure (1 at its anchor, 0 where its basis of the constraint
 #: distribution degenerates; see :mod:`dalembert.systems.reduction`) falls below this value at a
 #: step's midpoint or end makes the step fail: the basis and its derivatives vary ever faster
 #: there. The reductions switch charts long before (at 0.5), so that no step reaches it.
 DEGENERACY_TOL = 0.05
-#: Π(x0) counts as skew when max |Π + Πᵀ| ≤ SKEW_RTOL · max(1, max |Π|).
+#: Π(x0) counts as skew when max |Π + Πᵀ| ≤ SKEW_RTOL · max(1, max |Π|); R(x0) as symmetric
+#: positive semidefinite when max |R − Rᵀ| and −(its least eigenvalue) are ≤ SKEW_RTOL · max(1, max |R|).
 SKEW_RTOL = 1e-12
 
 
@@ -53,11 +59,28 @@ class AlmostPoissonSystem(SystemKind):
     degeneracy : callable x -> scalar, optional
         A measure ≥ 0 of the conditioning of the coordinate chart (the reduced basis); below
         :data:`DEGENERACY_TOL` the chart is degenerate and integrators stop with an error.
+    dissipation : callable x (N,) -> (N, N), optional
+        R(x), symmetric positive semidefinite (checked at the initial state): the term −R(x)∇H(x)
+        of ẋ = (Π − R)∇H + F, which removes energy at the rate ∇HᵀR∇H ≥ 0 (units of H per unit
+        of time). The discrete-gradient methods take it as −R(x̄)∇̄H, so that their energy can
+        never increase through it (McLachlan, Quispel & Robidoux 1999, §2).
+    force : callable, optional
+        F(x, t) -> (N,), or F(x, t, u) -> (N,) with a control u (c,) (then ``controls=``): a
+        term of ẋ that supplies energy at the rate ∇HᵀF. An input matrix B(x) (N, c) is
+        ``force=lambda x, t, u: B(x) @ u``. The discrete-gradient methods evaluate it at the
+        step's midpoint state and time, F̄ = F(x̄, t_k + h/2, u_k).
+    controls : (N_steps, c) array or callable t -> (c,), optional
+        The control signal of F(x, t, u), as for :class:`~dalembert.NonholonomicSystem`: one row
+        per step (held over [t_k, t_{k+1})), or a function of time; :meth:`with_controls`.
 
     The callables take and return JAX arrays and must be traceable. ``state_names = ("x0",)``:
-    ``dl.integrate(system, method, x0=..., ...)``.
+    ``dl.integrate(system, method, x0=..., ...)``. With a dissipation or a force, a run reports
+    ``traj.work`` (N+1,): the energy W_k the dissipation and the force have supplied up to node k
+    (negative for a loss), so that E_k − E_0 − W_k is the energy balance residual.
 
-    Source: Celledoni et al. 2019, §2.2, (8)–(9).
+    Raises InputError for a non-callable argument, ``controls`` without a force that takes one.
+
+    Sources: Celledoni et al. 2019, §2.2, (8)–(9); McLachlan, Quispel & Robidoux 1999, §2.
     """
 
     #: Keyword names of the initial state in ``dl.integrate`` (the system-kind protocol).
@@ -73,14 +96,27 @@ class AlmostPoissonSystem(SystemKind):
 
     def __init__(self, poisson_matrix, hamiltonian, name: str = "almost-poisson", *,
                  constraint=None, lift=None, reduce=None, nonholonomic=None, degeneracy=None,
-                 n_config: int | None = None, skew_by_construction: bool = False):
+                 n_config: int | None = None, skew_by_construction: bool = False,
+                 dissipation=None, force=None, controls=None, force_field=None):
         for nm, f in (("poisson_matrix", poisson_matrix), ("hamiltonian", hamiltonian)):
             if not callable(f):
                 raise InputError(f"AlmostPoissonSystem needs {nm}=lambda x: ... (got {type(f).__name__})")
         for nm, f in (("constraint", constraint), ("lift", lift), ("reduce", reduce),
-                      ("degeneracy", degeneracy)):
+                      ("degeneracy", degeneracy), ("dissipation", dissipation), ("force", force)):
             if f is not None and not callable(f):
                 raise InputError(f"{nm} must be a callable; got {type(f).__name__}")
+        self._dissipation = dissipation
+        self._force = force
+        self._force_takes_u = force is not None and _positional_count(force) >= 3
+        if controls is not None and not self._force_takes_u:
+            raise InputError("controls= is given but force does not take a control: write force(x, t, u)")
+        if self._force_takes_u and controls is None:
+            controls = _no_controls
+        self._controls = controls
+        self._control_grid = None
+        #: (x, dt, g) -> F: the force at x, the clock's time + dt, with g standing for ∇H(x) where
+        #: the force depends on it (the automatic reduction's velocity v = X g_ρ); internal
+        self._force_field = force_field
         self._pi = poisson_matrix
         self._h = hamiltonian
         self._constraint = constraint
@@ -115,8 +151,88 @@ class AlmostPoissonSystem(SystemKind):
         return jax.grad(self.hamiltonian)(x)
 
     def vector_field(self, x):
-        """ẋ = Π(x) ∇H(x), shape (N,)."""
-        return linalg.mv(self.poisson_matrix(x), self.grad_hamiltonian(x))
+        """ẋ = (Π(x) − R(x)) ∇H(x) + F(x, t), shape (N,) (t the clock's time,
+        :mod:`dalembert.clock`; without dissipation and force, Π(x)∇H(x))."""
+        g = self.grad_hamiltonian(x)
+        out = linalg.mv(self.structure_matrix(x), g)
+        if self.has_external_force:
+            out = out + self.force_field(x, 0.0, g)
+        return out
+
+    # --- dissipation, force and controls ----------------------------------------------------
+    @property
+    def has_force(self) -> bool:
+        """True with a dissipation or a force: the engine then runs the clock and reports the work."""
+        return self._dissipation is not None or self.has_external_force
+
+    @property
+    def has_dissipation(self) -> bool:
+        """True with a dissipation R(x)."""
+        return self._dissipation is not None
+
+    @property
+    def has_external_force(self) -> bool:
+        """True with a force F (the user's ``force=``, or the reduced force of a nonholonomic system)."""
+        return self._force is not None or self._force_field is not None
+
+    def dissipation(self, x):
+        """R(x), shape (N, N), symmetric positive semidefinite (zeros without one)."""
+        if self._dissipation is None:
+            return jnp.zeros((x.shape[0], x.shape[0]), jnp.float64)
+        return jnp.asarray(self._dissipation(x), dtype=jnp.float64)
+
+    def structure_matrix(self, x):
+        """Π(x) − R(x), shape (N, N) (Π(x) without a dissipation)."""
+        P = self.poisson_matrix(x)
+        return P - self.dissipation(x) if self._dissipation is not None else P
+
+    def control(self, dt=0.0):
+        """u at the clock's time + dt: the current step's row of an (N, c) array or the callable's
+        value, shape (c,) (:meth:`NonholonomicSystem.control <dalembert.NonholonomicSystem.control>`)."""
+        from .. import clock
+        t, k = clock.now()
+        if callable(self._controls):
+            return jnp.asarray(self._controls(t + dt), jnp.float64)
+        return jnp.asarray(self._controls)[k]
+
+    def force_field(self, x, dt=0.0, grad=None):
+        """F at x and the clock's time + dt, shape (N,) (zeros without a force). ``grad`` (N,)
+        stands for ∇H(x) in a force that depends on it (the reduced force of a nonholonomic system,
+        whose velocity is v = X(q) ∇_ρH: the discrete-gradient methods pass ∇̄H); default ∇H(x)."""
+        if self._force_field is not None:
+            return jnp.asarray(self._force_field(x, dt, self.grad_hamiltonian(x) if grad is None else grad),
+                               jnp.float64)
+        if self._force is None:
+            return jnp.zeros_like(x)
+        from .. import clock
+        t = clock.now()[0] + dt
+        if self._force_takes_u:
+            return jnp.asarray(self._force(x, t, self.control(dt)), jnp.float64)
+        return jnp.asarray(self._force(x, t), jnp.float64)
+
+    def with_controls(self, controls, *, h=None, t0: float = 0.0):
+        """The same system with the control signal ``controls`` ((N, c) array, one row per step, or
+        a callable t -> (c,)); a shallow copy. Raises InputError as
+        :meth:`NonholonomicSystem.with_controls <dalembert.NonholonomicSystem.with_controls>`."""
+        from .nonholonomic import NonholonomicSystem
+        if not self._force_takes_u:
+            raise InputError(f"{self.name}: controls are given but its force takes none; write force(x, t, u)")
+        return NonholonomicSystem.with_controls(self, controls, h=h, t0=t0)
+
+    def step_index(self, t):
+        """The step k of time t on the grid of the control array (0 without one); traceable."""
+        from .nonholonomic import NonholonomicSystem
+        return NonholonomicSystem.step_index(self, t)
+
+    def features(self, *state0) -> frozenset:
+        """FORCES with a dissipation or a force; CONTROLS with a force that takes a control."""
+        from ..declarations import Feature
+        out = set()
+        if self.has_force:
+            out.add(Feature.FORCES)
+        if self._force_takes_u:
+            out.add(Feature.CONTROLS)
+        return frozenset(out)
 
     def energy(self, x):
         """Alias of :meth:`hamiltonian`."""
@@ -184,7 +300,37 @@ class AlmostPoissonSystem(SystemKind):
         if res.size and np.max(np.abs(res)) > tol * max(1.0, float(np.max(np.abs(x)))):
             raise ConstraintViolationError(
                 f"x0 violates the constraint: residual {res} (max {np.max(np.abs(res)):.3e})", res)
+        if self._dissipation is not None or self._force is not None:
+            self._check_forcing(x)
         return (x,)
+
+    def _check_forcing(self, x):
+        """R(x0) of shape (N, N), finite, symmetric positive semidefinite (to SKEW_RTOL); F(x0)
+        of shape (N,) and finite (SystemDefinitionError otherwise)."""
+        N = x.size
+        for nm, fn, want in (("dissipation", self._dissipation, (N, N)),
+                             ("force", (lambda y: self.force_field(y)) if self._force is not None else None, (N,))):
+            if fn is None:
+                continue
+            try:
+                out = np.asarray(jax.jit(fn)(jnp.asarray(x)))
+            except InputError:
+                raise
+            except Exception as exc:  # a user's callable may raise anything
+                raise SystemDefinitionError(f"{nm}(x0) raised {type(exc).__name__}: {exc}") from exc
+            if out.shape != want:
+                raise SystemDefinitionError(f"{nm}(x0) returned shape {out.shape}; expected {want} for x0 of shape {(N,)}")
+            if not np.all(np.isfinite(out)):
+                raise SystemDefinitionError(f"{nm}(x0) returned non-finite values: {out}")
+            if nm == "dissipation":
+                scale = SKEW_RTOL * max(1.0, float(np.max(np.abs(out))))
+                asym = float(np.max(np.abs(out - out.T)))
+                if asym > scale:
+                    raise SystemDefinitionError(f"dissipation(x0) is not symmetric (max |R − Rᵀ| = {asym:.3e})")
+                least = float(np.min(np.linalg.eigvalsh(0.5 * (out + out.T))))
+                if least < -scale:
+                    raise SystemDefinitionError(f"dissipation(x0) is not positive semidefinite (least eigenvalue "
+                                                f"{least:.3e}): R must only remove energy; put a supply in force=")
 
     def initial_states_ok(self, x0s, *, tol: float = 1e-10):
         """Which of B initial states pass every value check of :meth:`check_initial_state`

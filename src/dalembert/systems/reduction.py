@@ -10,6 +10,13 @@ coordinates ζ = (q, ρ) ∈ R^{n+m} once a basis X(q) (n × m) of D_q = ker μ(
 g_D = Xᵀ G X, ρ = Xᵀ G v (16b), v = X g_D⁻¹ ρ (16a), 𝓗(q, ρ) = ½ ρᵀ g_D⁻¹ ρ + V(q) and
 Π = [[0, X], [−Xᵀ, B]] with B_ab = pᵀ(D_{X_b}X_a − D_{X_a}X_b) = −pᵀ[X_a, X_b], p = G v (17).
 
+A system with a non-conservative force f(q, v, t[, u]) (``NonholonomicSystem(force=...)``) is
+carried with it: ρ = Xᵀp, ṗ = −∂H/∂q + f + μᵀλ and μX = 0 give ζ̇ = Π∇𝓗 + F with
+F(ζ) = (0, X(q)ᵀ f(q, X(q)∇_ρ𝓗, t)) (v = X∇_ρ𝓗 = X g_D⁻¹ρ). For a viscous force f = −D(q)v this
+is the dissipative form −R∇𝓗 with R = [[0, 0], [0, XᵀDX]], positive semidefinite when D is
+(McLachlan, Quispel & Robidoux 1999, §2); the discrete-gradient methods evaluate v at
+X(q̄)∇̄_ρ𝓗, so that the discrete work is h ∇̄𝓗ᵀF̄ = h v̄·f̄ = f̄·(q_{k+1} − q_k) (the last to the Newton tolerance).
+
 A smooth basis on all of Q need not exist, and one chosen from μ(q) alone (as Algorithm 1's
 Householder QR with frozen signs) degenerates somewhere along a turning motion. The bases here
 are **frames** X(q; a), with a chart parameter a (the anchor):
@@ -267,6 +274,7 @@ class ReducedForm(NamedTuple):
     hamiltonian: Callable     # ζ -> ½ ρᵀ g_D⁻¹ ρ + V(q)
     poisson_matrix: Callable  # ζ -> Π(ζ) (n+m, n+m)                    (8), (17)
     constraint: Callable      # ζ -> μ(q) v(ζ) (r,)
+    force_field: Callable     # (ζ, dt, g) -> (0, Xᵀ f(q, X g_ρ, t + dt)) (n+m,)   (forced reduction)
 
 
 def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None = None,
@@ -349,15 +357,26 @@ def reduced_form(system, n: int, frame, anchor=None, *, basis: Callable | None =
     def constraint(x):
         return system.constraint_residual(*lift(x))
 
+    def force_field(x, dt, g):
+        """The reduced force: ρ = Xᵀ G v gives ρ̇ = Xᵀ(d/dt(Gv)) + (d/dt Xᵀ) G v, and the force
+        enters d/dt(Gv) additively, so ρ̇ gains Xᵀ f (the constraint force μᵀλ drops out, μX = 0);
+        q̇ gains nothing. The velocity is v = X g_ρ, with g = ∇𝓗 (then v = X g_D⁻¹ ρ (16a)) or a
+        discrete gradient ∇̄𝓗 (then v̄ = X(q̄) ∇̄_ρ𝓗 = (q_{k+1} − q_k)/h on a step of (14))."""
+        q = x[:n]
+        X = basis(q)
+        f = system.force(q, linalg.mv(X, g[n:]), dt)
+        return jnp.concatenate([jnp.zeros((n,), jnp.float64), linalg.vm(f, X)])
+
     return ReducedForm(basis, lambda q: frame.conditioning(q, anchor), reduced_metric, velocity,
-                       lift, reduce, hamiltonian, poisson_matrix, constraint)
+                       lift, reduce, hamiltonian, poisson_matrix, constraint, force_field)
 
 
 def _chart_system(system, n, form: ReducedForm, name, degeneracy: bool) -> AlmostPoissonSystem:
     ap = AlmostPoissonSystem(form.poisson_matrix, form.hamiltonian, name, constraint=form.constraint,
                              lift=form.lift, reduce=form.reduce, nonholonomic=system, n_config=n,
                              degeneracy=(lambda x: form.conditioning(x[:n])) if degeneracy else None,
-                             skew_by_construction=True)
+                             skew_by_construction=True,
+                             force_field=form.force_field if system.has_force else None)
     ap.basis, ap.reduced_metric = form.basis, form.reduced_metric
     return ap
 
@@ -390,7 +409,9 @@ class NonholonomicReduction(AlmostPoissonSystem):
                          lift=lambda x: self.form(x).lift(x), reduce=self._reduce,
                          nonholonomic=system,
                          degeneracy=(lambda x: self.form(x).conditioning(x[:n])) if self.atlas else None,
-                         n_config=n, skew_by_construction=True)
+                         n_config=n, skew_by_construction=True,
+                         force_field=(lambda x, dt, g: self.form(x).force_field(x, dt, g))
+                         if system.has_force else None)
 
     def __repr__(self):
         return f"NonholonomicReduction(name={self.name!r}, atlas={self.atlas})"
