@@ -35,3 +35,15 @@ def interleaved_times(runs: dict, repeats: int, per: float = 1.0) -> dict:
             fn()
             times[k].append((time.perf_counter() - t0) / per)
     return times
+
+
+def first_call_seconds(script: str, args, repeats: int) -> float:
+    """The smallest of ``repeats`` times printed by ``script`` (Python source whose last output line
+    is a number of seconds) run in fresh processes with ``args``: a first call with nothing cached."""
+    import subprocess
+    import sys
+    out = []
+    for _ in range(repeats):
+        r = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True)
+        out.append(float(r.stdout.strip().splitlines()[-1]))
+    return min(out)

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 
 import numpy as np
 
-from _report import interleaved_times
+from _report import first_call_seconds, interleaved_times
 
 METHODS = ("nh-rattle", "nh-rattle-sym", "nh-rattle-4", "spark-lobatto3", "rk8-projected")
 FORMS = ("none", "driven", "damped")
@@ -47,14 +45,6 @@ print(time.perf_counter() - t0)
 '''
 
 
-def first_call(form, method, repeats):
-    out = []
-    for _ in range(repeats):
-        r = subprocess.run([sys.executable, "-c", FIRST, form, method], capture_output=True, text=True, check=True)
-        out.append(float(r.stdout.strip().splitlines()[-1]))
-    return min(out)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20000)
@@ -73,7 +63,7 @@ def main(argv=None):
             for m in methods for f in FORMS}
     load = os.getloadavg()
     times = interleaved_times(runs, a.repeats, per=N / 1e6)
-    firsts = {k: first_call(k[1], k[0], a.first_repeats) for k in runs} if a.first_repeats else {}
+    firsts = {k: first_call_seconds(FIRST, (k[1], k[0]), a.first_repeats) for k in runs} if a.first_repeats else {}
     print(f"# forces: skate (x, y, θ), {N} steps, h = {h}; µs per step min / median / max of {a.repeats} "
           f"interleaved repeats; ratio of medians to the unforced run; first call: min of {a.first_repeats} "
           f"fresh processes; load before {load[0]:.2f}, after {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")

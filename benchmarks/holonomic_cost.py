@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 
 import numpy as np
 
-from _report import interleaved_times
+from _report import first_call_seconds, interleaved_times
 
 METHODS = ("nh-rattle", "nh-rattle-sym", "nh-rattle-4", "dla-midpoint", "spark-lobatto3", "gonzalez-f",
            "rk8-projected")
@@ -51,14 +49,6 @@ print(time.perf_counter() - t0)
 '''
 
 
-def first_call(form, method, repeats):
-    out = []
-    for _ in range(repeats):
-        r = subprocess.run([sys.executable, "-c", FIRST, form, method], capture_output=True, text=True, check=True)
-        out.append(float(r.stdout.strip().splitlines()[-1]))
-    return min(out)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20000)
@@ -80,7 +70,7 @@ def main(argv=None):
                 s, method, q0=q0, v0=v0, h=h, t_final=N * h, save_every=N, progress=False))
     load = os.getloadavg()
     times = interleaved_times(runs, a.repeats, per=N / 1e6)
-    firsts = {k: first_call(*k[::-1], a.first_repeats) for k in runs} if a.first_repeats else {}
+    firsts = {k: first_call_seconds(FIRST, k[::-1], a.first_repeats) for k in runs} if a.first_repeats else {}
     print(f"# configuration constraints: skate (x, y, c, s) with φ = c² + s² − 1 against (x, y, θ); {N} steps, "
           f"h = {h}; µs per step min / median / max of {a.repeats} interleaved repeats; first call: min of "
           f"{a.first_repeats} fresh processes (h = 0.01, 100 steps); load before {load[0]:.2f}, after "

@@ -36,12 +36,7 @@ def _positive_finite(x, name):
         raise InputError(f"{name} is a traced value: dl.integrate validates its input and returns "
                          f"NumPy arrays, so it cannot run inside jax.jit/vmap/grad; use dl.solve "
                          f"(the pure functional core) there")
-    try:
-        xf = float(x)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number; got {x!r}") from None
-    if not math.isfinite(xf):
-        raise InputError(f"{name} must be finite; got {xf}")
+    xf = _finite(x, name)
     if xf <= 0:
         raise InputError(f"{name} must be > 0; got {xf}")
     return xf
