@@ -449,7 +449,7 @@ def _complete_rolling(bodies, frame, u_map, taken, sympy, me, t):
     the position from a zero-velocity point. Returns ([], {}) when there is none, else (the two
     contact coordinates, {"root", "cdot", "rows"}) — see from_sympy; refuses what cannot be completed."""
     num = _Numeric(sympy, t, seed=2)
-    diffs = {}                   # root point -> [(body, difference vector)]
+    diffs = {}                   # zero-velocity point -> [(components in frame, vector) of v_pos − v_model]
     honest_everywhere = True
     for b in bodies:
         P = b.masscenter
@@ -457,16 +457,12 @@ def _complete_rolling(bodies, frame, u_map, taken, sympy, me, t):
         if not roots:
             continue
         v_model = _velocity(P, frame).xreplace(u_map)
-        scale = None
         honest = False
         for Z in roots:
             d = (P.pos_from(Z).dt(frame).xreplace(u_map) - v_model)
             comps = _components(d, frame)
             vals = num.evaluate(comps + _components(v_model, frame))
-            scale = max(1.0, np.max(np.abs(vals[:, 3:])))
-            if np.max(np.abs(vals[:, :3])) <= _IDENTITY_RTOL * scale:
-                honest = True
-                break
+            honest |= bool(np.max(np.abs(vals[:, :3])) <= _IDENTITY_RTOL * max(1.0, np.max(np.abs(vals[:, 3:]))))
             diffs.setdefault(Z, []).append((comps, d))
         honest_everywhere &= honest
     if honest_everywhere:
