@@ -409,7 +409,8 @@ def _check_axisymmetric(free, bodies, frame, u_map, qs, sympy, me, t):
                     lam_a = an @ Mn @ an
                     lam_p = (np.trace(Mn) - lam_a) / 2
                     P = np.eye(3) - np.outer(an, an)
-                    ok &= np.max(np.abs(Mn - lam_p * P - lam_a * np.outer(an, an))) <= _IDENTITY_RTOL * np.max(np.abs(Mn))
+                    dev = np.max(np.abs(Mn - lam_p * P - lam_a * np.outer(an, an)))
+                    ok &= dev <= _IDENTITY_RTOL * np.max(np.abs(Mn))
             if M is None or not ok:
                 raise InputError(f"dl.from_sympy: the speed {_name(u)} has no kinematic differential equation and "
                                  f"{b.name} is not axisymmetric about its axis, so its angle matters; add the "

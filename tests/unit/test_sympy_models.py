@@ -482,9 +482,10 @@ def bicycle_state(system, speed, roll_rate):
 
 def meijaard_eigenvalues(speed, g=9.81):
     """Eigenvalues (1/s) of the benchmark's linearised equations M q̈ + v C1 q̇ + (g K0 + v² K2) q = 0
-    with the coefficient matrices published in Meijaard et al. 2007 (§4, eq. (A?)-(A?); to 14
-    digits) — an independent closed form; they give −0.775342 ± 4.464868i at v = 5 m/s as the
-    paper's Table 2 does (checked below)."""
+    (q = (roll, steer)) with the coefficient matrices that Meijaard et al. 2007 publish for the
+    benchmark parameters (to 14 digits) — an independent closed form; they give the paper's
+    eigenvalues at v = 5 m/s, −14.078390, −0.775342 ± 4.464868i, −0.322866 (checked in
+    test_whipple_bicycle_linearisation_equals_meijaards)."""
     M = np.array([[80.81722, 2.31941332208709], [2.31941332208709, 0.29784188199686]])
     C1 = np.array([[0.0, 33.86641391492494], [-0.85035641456978, 1.68540397397560]])
     K0 = np.array([[-80.95, -2.59951685249872], [-2.59951685249872, -0.80329488458618]])
@@ -592,16 +593,16 @@ def _energy_metric(tr):
 def test_whipple_bicycle_runs_with_nh_rattle_sym(bicycle):
     """In the full suite only: the first compile of nh-rattle-sym on this model takes 38–137 s on
     the 2-core machine (a trivial system with n = 8, k = 1, m = 4 takes 24 s), beyond the CI
-    budget; the whole test took 242 s at load 9. nh-rattle-sym (rtol=1e-11: its Newton test on the
-    unknowns' max-norm cannot reach 1e-14 here, see docs/sympy.md). (a) The benchmark manoeuvre (4.6 m/s, roll rate 0.5 rad/s), h = 1e-3,
-    1 s: max |φ| ≤ 1e-10 (measured 2.9e-15), rolling residual ≤ 1e-12 (6.0e-13), energy metric
-    ≤ 2e-5 % (6.6e-6 %, bounded: the same over 20 s). (b) Independent check: a small roll rate
-    (0.05 rad/s, linear regime), h = 5e-3, 3 s: the weave eigenvalue fitted to the roll angle on
-    t ≥ 0.5 s equals Meijaard's at the run's mean forward speed to |Δσ| ≤ 2e-3, |Δω| ≤ 4e-3 /s
-    (measured 4.9e-4 and 1.3e-3, the O(h²) error of the method: 3.0e-3 and 5.4e-3 at h = 1e-2);
-    the roll envelope decays (e^{−0.378·2} = 0.47 from the first to the third second). Negative
-    control: Meijaard's weave at 4.61 m/s (1 cm/s faster) is 0.011 (σ) and 0.015 /s (ω) away,
-    outside the tolerance."""
+    budget; the whole test took 242 s at load 9. nh-rattle-sym runs with rtol=1e-11 (its Newton
+    test on the unknowns' max-norm cannot reach 1e-14 here, see docs/sympy.md).
+    (a) The benchmark manoeuvre (4.6 m/s, roll rate 0.5 rad/s), h = 1e-3, 1 s: max |φ| ≤ 1e-10
+    (measured 2.9e-15), rolling residual ≤ 1e-12 (6.0e-13), energy metric ≤ 2e-5 % (6.6e-6 %,
+    bounded: the same over 20 s). (b) Independent check: a small roll rate (0.05 rad/s, linear
+    regime), h = 5e-3, 3 s: the weave eigenvalue fitted to the roll angle on t ≥ 0.5 s equals
+    Meijaard's at the run's mean forward speed to |Δσ| ≤ 2e-3, |Δω| ≤ 4e-3 /s (measured 4.9e-4 and
+    1.3e-3, the O(h²) error of the method: 3.0e-3 and 5.4e-3 at h = 1e-2); the roll envelope
+    decays (e^{−0.378·2} = 0.47 from the first to the third second). Negative control: Meijaard's
+    weave at 1 cm/s faster is 0.011 (σ) and 0.015 /s (ω) away, outside the tolerance."""
     tr = _bicycle_run(bicycle, 0.5, 1e-3, 1.0)
     assert np.max(np.abs(tr.holonomic_residual)) <= 1e-10
     assert np.max(np.abs(tr.constraint_residual)) <= 1e-12
