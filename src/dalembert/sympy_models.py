@@ -109,7 +109,7 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     sympy, me = _sympy()
     from sympy.core.function import AppliedUndef
     t = me.dynamicsymbols._t
-    parts = _parts(model, lagrangian, coordinates, constraints, holonomic_constraints, sympy, me, t)
+    parts = _parts(model, lagrangian, coordinates, constraints, holonomic_constraints, sympy, me, t, values or {})
     n = len(parts["coordinates"])
     qsym, vsym = parts["qsym"], parts["vsym"]
     by_symbol = {k: v for k, v in (values or {}).items() if not isinstance(k, str)}
@@ -183,7 +183,7 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     return system
 
 
-def _parts(model, lagrangian, coordinates, constraints, holonomic, sympy, me, t):
+def _parts(model, lagrangian, coordinates, constraints, holonomic, sympy, me, t, values):
     """The model's pieces in its own symbols, with the map to_plain to plain symbols q_i, v_i:
     either "lagrangian" or ("kinetic", "potential"); "constraints", "holonomic", "coordinates"
     (names), "qsym", "vsym"."""
@@ -203,7 +203,7 @@ def _parts(model, lagrangian, coordinates, constraints, holonomic, sympy, me, t)
         return {**_symbols(qs, t, sympy), "lagrangian": model._L[0], "constraints": cons,
                 "holonomic": hol + list(holonomic)}
     if isinstance(model, (me.KanesMethod, me.System)):
-        return _kane_parts(model, constraints, holonomic, sympy, me, t)
+        return _kane_parts(model, constraints, holonomic, sympy, me, t, values)
     raise InputError(f"dl.from_sympy: unsupported model {type(model).__name__}; give a LagrangesMethod, "
                      f"KanesMethod or System, or lagrangian= and coordinates=")
 
@@ -220,7 +220,7 @@ def _name(q) -> str:
     return str(getattr(q, "func", q)) if hasattr(q, "args") and getattr(q, "args", ()) else str(q)
 
 
-def _kane_parts(model, constraints, holonomic, sympy, me, t):
+def _kane_parts(model, constraints, holonomic, sympy, me, t, values):
     """A KanesMethod or System: the bodies' partial velocities and angular velocities through q̇
     (u from the kinematic differential equations), V from the bodies' potential_energy, the
     configuration and velocity constraints; built-in rolling and speeds without coordinates
@@ -247,13 +247,13 @@ def _kane_parts(model, constraints, holonomic, sympy, me, t):
                          "potential: set body.potential_energy (or pass potential=V(q)) and remove the loads")
     if not bodies:
         raise InputError("dl.from_sympy: the model has no bodies to take the kinetic energy from")
-    free, u_of_qd = _speeds_through_qdot(kdes, qs, us, t, sympy, me)
+    free, u_of_qd = _speeds_through_qdot(kdes, qs, us, t, sympy, me, values)
     # a speed without a kinematic differential equation: the rate of an angle that nothing depends on
     taken = {_name(q) for q in qs}
     angles = [me.dynamicsymbols(_fresh(f"angle_{_name(u)}", taken)) for u in free]
     u_map = {**u_of_qd, **{u: a.diff(t) for u, a in zip(free, angles)}}
-    _check_axisymmetric(free, bodies, frame, u_map, qs, sympy, me, t)
-    contact, slip = _complete_rolling(bodies, frame, u_map, taken, sympy, me, t)
+    _check_axisymmetric(free, bodies, frame, u_map, sympy, me, t, values)
+    contact, slip = _complete_rolling(bodies, frame, u_map, taken, sympy, me, t, values)
     all_q = qs + contact + angles
     syms = _symbols(all_q, t, sympy)
     kinetic = []
@@ -273,7 +273,7 @@ def _kane_parts(model, constraints, holonomic, sympy, me, t):
     qdots = [q.diff(t) for q in all_q]
     rest = [x for _, c, _ in kinetic for x in c]
     rest = [x for x in (sympy.sympify(e).xreplace(dict.fromkeys(qdots, 0)) for e in rest) if x != 0]
-    if rest and np.max(np.abs(_Numeric(sympy, t, seed=5).evaluate(rest))) > 1e-12:
+    if rest and np.max(np.abs(_Numeric(sympy, t, 5, values).evaluate(rest))) > 1e-12:
         raise InputError("dl.from_sympy: the bodies' velocities have terms without q̇ (kinematic differential "
                          "equations u = A(q) q̇ + b(q) with b ≠ 0, or moving frames): L would have terms linear in "
                          "q̇, which dalembert's mechanical systems do not model")
@@ -314,7 +314,7 @@ def _components(vec, F):
                          f"relative to one another") from None
 
 
-def _speeds_through_qdot(kdes, qs, us, t, sympy, me):
+def _speeds_through_qdot(kdes, qs, us, t, sympy, me, values=None):
     """(speeds without a kinematic differential equation, {u_i: expression in q, q̇}) from
     kinematic differential equations linear in u."""
     qd = [q.diff(t) for q in qs]
@@ -333,7 +333,7 @@ def _speeds_through_qdot(kdes, qs, us, t, sympy, me):
     free = [us[j] for j in range(len(us)) if j not in used]
     A = A.extract(list(range(A.shape[0])), used)
     b = -eqs.xreplace(dict.fromkeys(w, 0))
-    if A.shape[0] != len(used) or not _generically_invertible(A, qs, t, sympy):
+    if A.shape[0] != len(used) or not _generically_invertible(A, t, sympy, values):
         raise InputError("dl.from_sympy: the kinematic differential equations do not determine the "
                          "generalised speeds u they contain; write the model with u = q̇")
     if A.is_diagonal() or all(sum(1 for x in A.row(i) if x != 0) == 1 for i in range(A.shape[0])):
@@ -346,19 +346,27 @@ def _speeds_through_qdot(kdes, qs, us, t, sympy, me):
     return free, {us[j]: s for j, s in zip(used, sol)}
 
 
-def _generically_invertible(A, qs, t, sympy) -> bool:
+def _generically_invertible(A, t, sympy, values=None) -> bool:
     """A square matrix of expressions in q(t), q̇(t) and constants is invertible at random states."""
-    vals = _Numeric(sympy, t, seed=0).evaluate(list(A), samples=2)
+    vals = _Numeric(sympy, t, 0, values).evaluate(list(A), samples=2)
     return all(np.linalg.matrix_rank(v.reshape(A.shape)) == A.shape[0] for v in vals)
 
 
 class _Numeric:
-    """Numerical evaluation of expressions in the model's dynamicsymbols (and constant symbols
-    at positive values of order one) at random states, for identity checks."""
+    """Numerical evaluation of expressions in the model's dynamicsymbols at random states, for
+    identity checks: constant symbols at their ``values`` (by symbol or by name), the others at
+    random positive values of order one."""
 
-    def __init__(self, sympy, t, seed=0):
+    def __init__(self, sympy, t, seed=0, values=None):
         self.sympy, self.t = sympy, t
         self.rng = np.random.default_rng(seed)
+        self.values = values or {}
+
+    def _value(self, s, default):
+        for key in (s, s.name):
+            if key in self.values:
+                return float(self.values[key])
+        return default
 
     def evaluate(self, exprs, samples=3):
         sympy, t = self.sympy, self.t
@@ -372,18 +380,18 @@ class _Numeric:
         exprs = [e.xreplace(dict(zip(funcs, fsyms))) for e in exprs]
         consts = sorted(set().union(*[e.free_symbols for e in exprs]) - set(dsyms) - set(fsyms) - {t}, key=str)
         f = sympy.lambdify([list(dsyms), list(fsyms), list(consts)], exprs, modules="numpy", cse=True)
-        cvals = self.rng.uniform(0.5, 1.5, len(consts))
+        cvals = [self._value(c, x) for c, x in zip(consts, self.rng.uniform(0.5, 1.5, len(consts)))]
         out = [np.asarray(f(self.rng.uniform(-1, 1, len(dsyms)), self.rng.uniform(-0.7, 0.7, len(fsyms)), cvals),
                           dtype=float).reshape(len(exprs)) for _ in range(samples)]
         return np.array(out)                                # (samples, len(exprs))
 
 
-def _check_axisymmetric(free, bodies, frame, u_map, qs, sympy, me, t):
+def _check_axisymmetric(free, bodies, frame, u_map, sympy, me, t, values=None):
     """A speed u without a coordinate is completed with an angle only if every body it turns is
     axisymmetric about the axis of u (then nothing depends on the angle)."""
     if not free:
         return
-    num = _Numeric(sympy, t, seed=1)
+    num = _Numeric(sympy, t, 1, values)
     for u in free:
         turned = []
         for b in bodies:
@@ -445,11 +453,11 @@ def _fresh(name, taken):
     return out
 
 
-def _complete_rolling(bodies, frame, u_map, taken, sympy, me, t):
+def _complete_rolling(bodies, frame, u_map, taken, sympy, me, t, values=None):
     """Detect built-in rolling: mass-centre velocities that differ from the time derivative of
     the position from a zero-velocity point. Returns ([], {}) when there is none, else (the two
     contact coordinates, {"root", "cdot", "rows"}) — see from_sympy; refuses what cannot be completed."""
-    num = _Numeric(sympy, t, seed=2)
+    num = _Numeric(sympy, t, 2, values)
     diffs = {}                   # zero-velocity point -> [(components in frame, vector) of v_pos − v_model]
     honest_everywhere = True
     for b in bodies:

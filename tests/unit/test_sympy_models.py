@@ -678,7 +678,8 @@ def disc_without_spin_angle(a=None):
 def test_wheel_rate_without_angle_is_completed_or_refused():
     """Axisymmetric disc: the spin angle and the contact point are added and the model is the
     tilting disk (coordinates permuted: yaw, lean, C_x, C_y, spin); a disc that is not
-    axisymmetric about the spin axis (its angle would matter) is refused with how to rewrite."""
+    axisymmetric about the spin axis (its angle would matter) is refused with how to rewrite —
+    judged with the values given for the inertia's symbols."""
     km, values = disc_without_spin_angle()
     s = dl.from_sympy(km, values=values)
     assert s.coordinate_names == ("q1", "q2", "C_x", "C_y", "angle_u3")
@@ -693,10 +694,12 @@ def test_wheel_rate_without_angle_is_completed_or_refused():
         np.testing.assert_allclose(float(s.potential(jnp.asarray(q))), float(builtin.potential(qb)), atol=1e-13)
         _row_space_equal(np.asarray(s.constraint_matrix(jnp.asarray(q))) @ P.T,
                          np.asarray(builtin.constraint_matrix(qb)), 1e-13)
-    km, values = disc_without_spin_angle(a=sm.Float(0.1))
+    a = sm.Symbol("a", positive=True)         # axisymmetric or not by the value given
+    km, values = disc_without_spin_angle(a=a)
+    assert dl.from_sympy(km, values={**values, "a": 0.0625}).coordinate_names[-1] == "angle_u3"
     with pytest.raises(dl.InputError, match="u3 has no kinematic differential equation and disc is not "
                                             "axisymmetric .* add the angle as a coordinate"):
-        dl.from_sympy(km, values=values)
+        dl.from_sympy(km, values={**values, "a": 0.1})
 
 
 def test_built_in_rolling_that_is_not_one_contact_slip_is_refused():
