@@ -594,8 +594,8 @@ def test_whipple_bicycle_runs_with_nh_rattle_sym(bicycle):
     """In the full suite only: the first compile of nh-rattle-sym on this model takes 38–137 s on
     the 2-core machine (a trivial system with n = 8, k = 1, m = 4 takes 24 s), beyond the CI
     budget; the whole test took 115 s at load average 3–5 and 242 s at 9. nh-rattle-sym runs with
-    rtol=1e-11 (its Newton
-    test on the unknowns' max-norm cannot reach 1e-14 here, see docs/sympy.md).
+    rtol=1e-11 (its Newton test on the unknowns' max-norm cannot reach 1e-14 here, see
+    docs/sympy.md).
     (a) The benchmark manoeuvre (4.6 m/s, roll rate 0.5 rad/s), h = 1e-3, 1 s: max |φ| ≤ 1e-10
     (measured 2.9e-15), rolling residual ≤ 1e-12 (6.0e-13), energy metric ≤ 2e-5 % (6.6e-6 %,
     bounded: the same over 20 s). (b) Independent check: a small roll rate (0.05 rad/s, linear
