@@ -122,7 +122,7 @@ def long_run_comparison(T: float = 2000.0, rtols=(1e-3, 1e-6), log=print) -> lis
                  "constraint": float(np.max(np.abs(tr.constraint_residual))),
                  "energy": float(np.max(np.abs(tr.energy - tr.energy[0])))})
     rhs = _rhs(m.system, n)
-    f = lambda _t, y: np.asarray(rhs(y))  # noqa: E731
+    f = lambda t, y: np.asarray(rhs(t, y))  # noqa: E731
     y0 = np.concatenate([m.q0, m.v0])
     f(0.0, y0)
     import jax

@@ -60,7 +60,7 @@ def test_numpy_index1_rhs_matches_reference_rhs(model_name):
     model = dl.models.get(model_name)
     y = np.concatenate([model.q0, model.v0])
     f_np = nl.index1_rhs(nl.get(model_name))(0.0, y)
-    f_jax = np.asarray(_rhs(model.system, model.q0.size)(y))
+    f_jax = np.asarray(_rhs(model.system, model.q0.size)(0.0, y))
     assert np.max(np.abs(f_np - f_jax)) <= 1e-13
 
 

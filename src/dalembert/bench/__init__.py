@@ -123,7 +123,7 @@ def _dop853_sweep(model, T, q_ref, grid, repeats, cb):
     from ..methods.reference import _rhs
     n = model.q0.size
     rhs = _rhs(model.system, n)
-    f = lambda _t, y: np.asarray(rhs(y))  # noqa: E731 - what reference_solution does
+    f = lambda t, y: np.asarray(rhs(t, y))  # noqa: E731 - what reference_solution does
     y0 = np.concatenate([model.q0, model.v0])
     f(0.0, y0)  # compile the right-hand side outside the timing
     rows = []

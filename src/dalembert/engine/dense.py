@@ -100,9 +100,10 @@ def interpolate(t_nodes, y_nodes, ts, degree: int) -> np.ndarray:
     return np.einsum("kj,kj...->k...", w, y_nodes[idx])
 
 
-def integrate_dense(system, method, *, h, t_final, t0, save_every, save_at, events, progress, **run_kw):
-    """``dl.integrate`` with ``save_at`` and/or ``events`` (see the module doc)."""
-    from .run import integrate
+def integrate_dense(integrate, system, method, *, h, t_final, t0, save_every, save_at, events, progress,
+                    **run_kw):
+    """``dl.integrate`` with ``save_at`` and/or ``events`` (see the module doc); ``integrate`` is
+    :func:`dalembert.engine.run.integrate` (passed in: this module does not import it back)."""
     from ..methods.kinds import choose
     ts = None if save_at is None else check_save_at(save_at, t0, float(t_final))
     events = check_events(events)

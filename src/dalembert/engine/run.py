@@ -227,7 +227,7 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
                                  f"((t_final − t0)/h): give one row per step")
     if save_at is not None or events:
         from .dense import integrate_dense
-        return integrate_dense(system, method, h=h, t_final=t_final, t0=t0, save_every=save_every,
+        return integrate_dense(integrate, system, method, h=h, t_final=t_final, t0=t0, save_every=save_every,
                                project=project, progress=progress, chunk_steps=chunk_steps, metadata=metadata,
                                checkpoint=checkpoint, checkpoint_every=checkpoint_every, stream=stream,
                                keep_checkpoint=keep_checkpoint, save_at=save_at, events=events, **kwargs)

@@ -57,6 +57,20 @@ def impulse_roundoff(system, factor, q, x, h):
     return jnp.max(jnp.abs(x)) / (jnp.abs(h) * jnp.maximum(c, jnp.finfo(jnp.float64).tiny))
 
 
+def step_roundoff(system, factor, q, x, p, h, r):
+    """Sizes (n + r,) for the componentwise Newton test of a step whose unknowns are the new node x
+    (n,) and r constraint impulses, from the momentum equation's terms |p|: the node is uncertain
+    by the rounding of x and by h G⁻¹ applied to that of the momenta, ε(|x| + h max|G⁻¹| |p|)
+    (an ill-conditioned metric — a bicycle's wheels — makes the second dominate), the impulses
+    by :func:`impulse_roundoff` and by ε|p| / max|M|."""
+    M = system.constraint_matrix(q)
+    ginv = jnp.max(jnp.abs(factor.solve(jnp.eye(q.shape[0], dtype=jnp.float64))))
+    pmax = jnp.max(jnp.abs(p))
+    sx = jnp.maximum(jnp.abs(x), jnp.abs(q)) + jnp.abs(h) * ginv * pmax
+    s_imp = impulse_roundoff(system, factor, q, x, h) + pmax / jnp.maximum(jnp.max(jnp.abs(M)), 1e-300)
+    return jnp.concatenate([sx, jnp.full(r, s_imp)])
+
+
 def holonomic_claim(statement: str) -> Claim:
     """The claim "φ(q_k) = 0 at every node" of a method that imposes configuration constraints,
     measured on systems that have them (:func:`has_holonomic`)."""

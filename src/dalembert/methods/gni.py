@@ -39,7 +39,8 @@ from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .base import (Method, Observation, Scheme, StepInfo, Traits, compensated_add, explicit_info,
-                   holonomic_claim, impulse_roundoff, with_compensation)
+                   holonomic_claim, impulse_roundoff, step_roundoff,
+                   with_compensation)
 
 
 class GNIState(NamedTuple):
@@ -292,8 +293,7 @@ def _shake_step(system, factor_fn, L_d, a, rtol, max_iter, fd):
         def F(u):
             x, Lam = u[:n], u[n:]
             res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - pm + linalg.vm(Lam, Phi), system.holonomic(x)])
-            s = impulse_roundoff(system, f, q, x, h)
-            return res, jnp.concatenate([jnp.maximum(jnp.abs(x), jnp.abs(q)), jnp.full(k, s)])
+            return res, step_roundoff(system, f, q, x, pm, h, k)
 
         res = newton(F, jnp.concatenate([q + h * f.solve(pm), jnp.zeros(k)]), rtol=rtol, max_iter=max_iter,
                      has_scale=True)

@@ -47,7 +47,7 @@ from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .gni import net_gradient
-from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, holonomic_claim, impulse_roundoff,
+from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, holonomic_claim, step_roundoff,
                    multiplier_init, multiplier_observe, with_compensation)
 
 
@@ -113,8 +113,7 @@ def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
             res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(left(ell, Lam), M0),
                                    _constraint(system, factor_fn(x), x, p_next(x, ell)),
                                    system.holonomic(x)])
-            s = impulse_roundoff(system, f0, q, x, h)
-            return res, jnp.concatenate([jnp.maximum(jnp.abs(x), jnp.abs(q)), jnp.full(r + k, s)])
+            return res, step_roundoff(system, f0, q, x, p, h, r + k)
 
         ell0 = -0.5 * h * lam
         x0 = q + h * f0.solve(p - linalg.vm(ell0, M0))
@@ -145,8 +144,7 @@ def _newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
             x, ell = u[:n], u[n:]
             res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(ell, mu0),
                                    _constraint(system, factor_fn(x), x, p_next(x, ell))])
-            s = impulse_roundoff(system, f0, q, x, h)
-            return res, jnp.concatenate([jnp.maximum(jnp.abs(x), jnp.abs(q)), jnp.full(ell.shape[0], s)])
+            return res, step_roundoff(system, f0, q, x, p, h, ell.shape[0])
 
         ell0 = -0.5 * h * lam
         u0 = jnp.concatenate([q + h * f0.solve(p - linalg.vm(ell0, mu0)), ell0])
