@@ -30,6 +30,22 @@ class Parameter:
     integer: bool = False
 
 
+def map_state(fn, q, qdot, n_in: int, n_out: int) -> tuple:
+    """(fn(q), its velocity along qdot) as NumPy arrays: a configuration map (n_in,) -> (n_out,)
+    and its push-forward by forward-mode differentiation, vectorised over leading axes of q and
+    qdot (…, n_in) -> (…, n_out). For models written in two coordinate systems."""
+    import jax
+    import jax.numpy as jnp
+    f = lambda a, b: jax.jvp(fn, (a,), (b,))  # noqa: E731
+    q, qdot = jnp.asarray(q, jnp.float64), jnp.asarray(qdot, jnp.float64)
+    if q.ndim == 1:
+        out = f(q, qdot)
+    else:
+        out = jax.vmap(f)(q.reshape(-1, n_in), qdot.reshape(-1, n_in))
+        out = tuple(a.reshape(q.shape[:-1] + (n_out,)) for a in out)
+    return tuple(np.asarray(a) for a in out)
+
+
 def positive(x):
     return None if x > 0 else "must be > 0"
 

@@ -36,12 +36,11 @@ rest at the origin heading along x, the rod 1 rad from trailing and at rest.
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..systems import NonholonomicSystem
-from .base import Model, ModelSpec, Parameter, positive, register
+from .base import Model, ModelSpec, Parameter, map_state, positive, register
 
 SOURCE = ("Celledoni, Farré Puiggalí, Høiseth, Martín de Diego 2019 §4.2 and Ferraro–Iglesias–Martín de "
           "Diego 2008 Example 3 (the sleigh); Hairer, Lubich & Wanner, Geometric Numerical Integration, "
@@ -122,14 +121,7 @@ def _bob(s_, d, l):
 
 def from_minimal(p, s, sdot):
     """(q, q̇) (…, 5) of minimal-coordinate states (s, ṡ) (…, 4), q̇ by forward-mode differentiation."""
-    f = lambda a, b: jax.jvp(lambda x: _bob(x, p["d"], p["l"]), (a,), (b,))  # noqa: E731
-    s, sdot = jnp.asarray(s, jnp.float64), jnp.asarray(sdot, jnp.float64)
-    if s.ndim == 1:
-        out = f(s, sdot)
-    else:
-        out = jax.vmap(f)(s.reshape(-1, 4), sdot.reshape(-1, 4))
-        out = tuple(x.reshape(s.shape[:-1] + (5,)) for x in out)
-    return tuple(np.asarray(x) for x in out)
+    return map_state(lambda x: _bob(x, p["d"], p["l"]), s, sdot, 4, 5)
 
 
 def to_minimal(p, q, qdot):

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..systems import NonholonomicSystem
-from .base import Model, ModelSpec, Parameter, positive, register
+from .base import Model, ModelSpec, Parameter, map_state, positive, register
 from . import tilting_disk
 
 SOURCE = ("Neimark & Fufaev, Dynamics of Nonholonomic Systems, 1972, Ch. III (the rolling disk); "
@@ -99,14 +99,7 @@ def from_contact(r, q, qdot):
     """The centre-coordinate state (q (6,), q̇ (6,)) of the ``tilting-disk`` state (q, q̇) (5,):
     C = (x + r s2 s1, y − r s2 c1, r c2) and its velocity (by forward-mode differentiation).
     Vectorised over leading axes of q, qdot (…, 5) -> (…, 6)."""
-    f = lambda a, b: jax.jvp(lambda x: _to_centre(x, r), (a,), (b,))  # noqa: E731
-    q, qdot = jnp.asarray(q, jnp.float64), jnp.asarray(qdot, jnp.float64)
-    if q.ndim == 1:
-        out = f(q, qdot)
-    else:
-        out = jax.vmap(f)(q.reshape(-1, 5), qdot.reshape(-1, 5))
-        out = tuple(a.reshape(q.shape[:-1] + (6,)) for a in out)
-    return tuple(np.asarray(a) for a in out)
+    return map_state(lambda x: _to_centre(x, r), q, qdot, 5, 6)
 
 
 def to_contact(r, q, qdot):
