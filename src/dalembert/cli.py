@@ -46,15 +46,7 @@ def _parse_inits(items, model) -> dict:
     out = {}
     names = list(model.initial_state)
     for it in items:
-        if "=" not in it:
-            raise click.UsageError(f"--init expects NAME=V1,V2,...; got {it!r} (names: {', '.join(names)})")
-        k, v = (s.strip() for s in it.split("=", 1))
-        if k not in names:
-            raise click.UsageError(f"--init: unknown initial-state name {k!r}; valid: {', '.join(names)}")
-        try:
-            vals = [float(x) for x in v.split(",") if x.strip() != ""]
-        except ValueError:
-            raise click.UsageError(f"--init {k}: {v!r} is not a comma-separated list of numbers") from None
+        k, vals = _init_item(it, names)
         default = np.asarray(model.initial_state[k], float)
         if len(vals) != default.size:
             what = (f"{model.name} has {default.size} coordinates ({', '.join(model.coordinates)})"
@@ -62,6 +54,19 @@ def _parse_inits(items, model) -> dict:
             raise click.UsageError(f"--init {k}: {what}; got {len(vals)} values")
         out[k] = np.asarray(vals).reshape(default.shape)
     return out
+
+
+def _init_item(item: str, names) -> tuple:
+    """(NAME, [values]) of one ``--init NAME=V1,V2,...``, NAME one of ``names`` (UsageError otherwise)."""
+    if "=" not in item:
+        raise click.UsageError(f"--init expects NAME=V1,V2,...; got {item!r} (names: {', '.join(names)})")
+    k, v = (s.strip() for s in item.split("=", 1))
+    if k not in names:
+        raise click.UsageError(f"--init: unknown initial-state name {k!r}; valid: {', '.join(names)}")
+    try:
+        return k, [float(x) for x in v.split(",") if x.strip() != ""]
+    except ValueError:
+        raise click.UsageError(f"--init {k}: {v!r} is not a comma-separated list of numbers") from None
 
 
 def _is_coordinate_state(model, state_name: str) -> bool:
@@ -545,15 +550,7 @@ def user_model(ref: str, values: dict, inits=()):
         raise click.UsageError(f"MODEL {ref}: {attr}() must return a dl.models.Model or a system; got "
                                f"{type(made).__name__}")
     names = list(made.state_names)
-    state = {}
-    for it in inits:
-        k, _, v = (x.strip() for x in it.partition("="))
-        if k not in names:
-            raise click.UsageError(f"--init: unknown initial-state name {k!r}; valid: {', '.join(names)}")
-        try:
-            state[k] = np.array([float(x) for x in v.split(",") if x.strip()])
-        except ValueError:
-            raise click.UsageError(f"--init {k}: {v!r} is not a comma-separated list of numbers") from None
+    state = {k: np.array(vals) for k, vals in (_init_item(it, names) for it in inits)}
     missing = [k for k in names if k not in state]
     if missing:
         raise click.UsageError(f"MODEL {ref} returns a system: give its initial state, "

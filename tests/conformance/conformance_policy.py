@@ -42,7 +42,7 @@ QUICK_MODEL_METHODS = {"tilting-disk": ("gni-midpoint",), "tilting-disk-so3": ()
 #: pairs that fail today, with the reason; the test suite expects them to fail (strictly: a pair
 #: that starts to pass fails the suite until it is removed here). Empty: the five pairs of the disk
 #: in centre coordinates whose Newton solves stalled at small h pass since the impulses are tested
-#: against their round-off floor (methods.base.impulse_roundoff).
+#: against their round-off floor (methods.base.StepRoundoff).
 KNOWN_FAILURES: dict = {}
 
 

@@ -152,18 +152,19 @@ def integrate_dense(integrate, system, method, *, h, t_final, t0, save_every, sa
 def _at_times(system, traj, t, out_t, degree, names, md):
     """The trajectory at ``out_t``: the state and multiplier interpolated (nodes themselves where a
     time is a node), the diagnostics evaluated at the interpolated states."""
-    state = {k: interpolate(t, np.asarray(getattr(traj, k)), out_t, degree) for k in names}
     on_node = np.isin(out_t, t)
     node_idx = np.searchsorted(t, out_t)
-    for k in names:                        # exact node values where the time is a node
-        src = np.asarray(getattr(traj, k))
-        state[k][on_node] = src[node_idx[on_node]]
-    out = dict(state)
+
+    def at(a):                             # interpolated, and the exact node value at a node's time
+        a = np.asarray(a)
+        y = interpolate(t, a, out_t, degree)
+        y[on_node] = a[node_idx[on_node]]
+        return y
+    out = {k: at(getattr(traj, k)) for k in names}
     for k in ("p", "lam"):
         a = getattr(traj, k, None)
         if a is not None and np.ndim(a) == 2:
-            out[k] = interpolate(t, np.asarray(a), out_t, degree)
-            out[k][on_node] = np.asarray(a)[node_idx[on_node]]
+            out[k] = at(a)
     obs = {k: jnp.asarray(v) for k, v in out.items()}
     diag = jax.jit(jax.vmap(system.diagnostics))(obs)
     out.update({k: np.asarray(v) for k, v in diag.items() if k not in out})

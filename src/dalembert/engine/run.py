@@ -74,6 +74,21 @@ def failure_error(method, step, h, cause, traj, kept: str, where: str = "", t0: 
         cause=cause)
 
 
+def _controlled(system, controls, n_steps, **grid):
+    """``system.with_controls(controls, **grid)``, an array of controls checked for one row per
+    step (``n_steps()`` steps; called only for an array). Raises InputError for a system that takes
+    no controls, and as :meth:`~dalembert.NonholonomicSystem.with_controls` does."""
+    if not hasattr(system, "with_controls"):
+        raise InputError(f"controls: {getattr(system, 'name', 'this system')!r} takes no controls")
+    system = system.with_controls(controls, **grid)
+    if not callable(controls):
+        expected = n_steps()
+        if np.shape(controls)[0] != expected:
+            raise InputError(f"controls has {np.shape(controls)[0]} rows; the run has {expected} steps: give "
+                             f"one row per step")
+    return system
+
+
 def _finite(x, name):
     """float(x), finite (InputError otherwise)."""
     try:
@@ -217,14 +232,8 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
     if _finite(t_final, "t_final") <= t0:
         raise InputError(f"t_final ({float(t_final):g}) must be after t0 ({t0:g}): the run goes from t0 to t_final")
     if controls is not None:
-        if not hasattr(system, "with_controls"):
-            raise InputError(f"controls: {getattr(system, 'name', 'this system')!r} takes no controls")
-        system = system.with_controls(controls, h=_positive_finite(h, "h"), t0=t0)
-        if not callable(controls):
-            n_expected = loop.step_count(float(h), float(t_final) - t0, 1)
-            if np.shape(controls)[0] != n_expected:
-                raise InputError(f"controls has {np.shape(controls)[0]} rows; the run has {n_expected} steps "
-                                 f"((t_final − t0)/h): give one row per step")
+        hf = _positive_finite(h, "h")
+        system = _controlled(system, controls, lambda: loop.step_count(hf, float(t_final) - t0, 1), h=hf, t0=t0)
     if save_at is not None or events:
         from .dense import integrate_dense
         return integrate_dense(integrate, system, method, h=h, t_final=t_final, t0=t0, save_every=save_every,
@@ -238,13 +247,10 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
         resolve(system, method)                   # incompatible kinds: refused before any work
     names, state_in = split_initial_state(system, kwargs)
     options = kwargs
-    if getattr(system, "has_force", False) and method not in AUTO and method.compiled:
-        options = dict(options, t0=t0)            # the engine's clock starts there
     x0s = tuple(np.asarray(x, np.float64) for x in system.check_initial_state(*state_in, project=project))
-    if method in AUTO:
-        method = choose(system, method, x0s)      # "auto": the rule of dl.recommend
-        if getattr(system, "has_force", False) and method.compiled:
-            options = dict(options, t0=t0)
+    method = choose(system, method, x0s)          # "auto": the rule of dl.recommend
+    if getattr(system, "has_force", False) and method.compiled:
+        options = dict(options, t0=t0)            # the engine's clock starts there
     resolve(system, method, x0s)                  # features the method does not take: before tracing
     n_steps = loop.step_count(h, duration, save_every)
     md = run_metadata(system, method, h, n_steps, save_every, options,
@@ -706,12 +712,7 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     n_steps = _static_count(n_steps, "n_steps", "dl.solve")
     save_every = _static_count(save_every, "save_every", "dl.solve")
     if controls is not None:
-        if not hasattr(system, "with_controls"):
-            raise InputError(f"controls: {getattr(system, 'name', 'this system')!r} takes no controls")
-        if not callable(controls) and np.shape(controls)[:1] != (n_steps,):
-            raise InputError(f"controls has shape {np.shape(controls)}; dl.solve takes {n_steps} steps: give an "
-                             f"(n_steps, c) array, one row per step")
-        system = system.with_controls(controls)
+        system = _controlled(system, controls, lambda: n_steps)
     if getattr(system, "has_force", False):
         options = dict(options, t0=_finite(t0, "t0"))
     if n_steps < 1 or save_every < 1 or n_steps % save_every:

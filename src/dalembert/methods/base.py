@@ -47,28 +47,35 @@ def has_holonomic(system) -> bool:
     return bool(getattr(system, "has_holonomic", False))
 
 
-def impulse_roundoff(system, factor, q, x, h):
-    """The size S (scalar) for the componentwise Newton test (``has_scale``) of a step's
-    constraint impulses: an impulse ℓ moves the new node by h G⁻¹Mᵀℓ (M = constraint_matrix(q)),
-    so the node's own round-off, ε|x|, leaves ℓ uncertain by about ε|x| / (h max|G⁻¹Mᵀ|) — a
-    floor that grows as h shrinks, above an absolute tolerance rtol(1 + |ℓ|) at small h (measured:
-    ``nh-rattle-sym`` with configuration constraints stalled at h = 2e-4 without it)."""
-    c = jnp.max(jnp.abs(factor.solve(system.constraint_matrix(q).T)))
-    return jnp.max(jnp.abs(x)) / (jnp.abs(h) * jnp.maximum(c, jnp.finfo(jnp.float64).tiny))
+class StepRoundoff:
+    """The round-off sizes of a step's Newton unknowns, for its componentwise test (``has_scale``),
+    from what is fixed at the step's start (q, its momentum p, h), computed once per step.
 
+    :meth:`impulse`: an impulse ℓ moves the new node by h G⁻¹Mᵀℓ (M = constraint_matrix(q)), so
+    the node's own round-off, ε|x|, leaves ℓ uncertain by about ε|x| / (h max|G⁻¹Mᵀ|) — a floor that
+    grows as h shrinks, above an absolute tolerance rtol(1 + |ℓ|) at small h (measured:
+    ``nh-rattle-sym`` with configuration constraints stalled at h = 2e-4 without it).
+    :meth:`sizes`: for the unknowns (x (n,), r impulses): the node is uncertain by the rounding of x
+    and by h G⁻¹ applied to that of the momenta, ε(|x| + h max|G⁻¹| |p|) (an ill-conditioned
+    metric — a bicycle's wheels — makes the second dominate), the impulses by :meth:`impulse` and
+    by ε|p| / max|M|."""
 
-def step_roundoff(system, factor, q, x, p, h, r):
-    """Sizes (n + r,) for the componentwise Newton test of a step whose unknowns are the new node x
-    (n,) and r constraint impulses, from the momentum equation's terms |p|: the node is uncertain
-    by the rounding of x and by h G⁻¹ applied to that of the momenta, ε(|x| + h max|G⁻¹| |p|)
-    (an ill-conditioned metric — a bicycle's wheels — makes the second dominate), the impulses
-    by :func:`impulse_roundoff` and by ε|p| / max|M|."""
-    M = system.constraint_matrix(q)
-    ginv = jnp.max(jnp.abs(factor.solve(jnp.eye(q.shape[0], dtype=jnp.float64))))
-    pmax = jnp.max(jnp.abs(p))
-    sx = jnp.maximum(jnp.abs(x), jnp.abs(q)) + jnp.abs(h) * ginv * pmax
-    s_imp = impulse_roundoff(system, factor, q, x, h) + pmax / jnp.maximum(jnp.max(jnp.abs(M)), 1e-300)
-    return jnp.concatenate([sx, jnp.full(r, s_imp)])
+    def __init__(self, system, factor, q, p, h):
+        M = system.constraint_matrix(q)
+        self.q, self.h = q, jnp.abs(h)
+        self.c = jnp.maximum(jnp.max(jnp.abs(factor.solve(M.T))), jnp.finfo(jnp.float64).tiny)
+        self.ginv = jnp.max(jnp.abs(factor.solve(jnp.eye(q.shape[0], dtype=jnp.float64))))
+        self.pmax = jnp.max(jnp.abs(p))
+        self.mmax = jnp.maximum(jnp.max(jnp.abs(M)), 1e-300)
+
+    def impulse(self, x):
+        """The round-off size of an impulse (scalar) for the new node x (n,)."""
+        return jnp.max(jnp.abs(x)) / (self.h * self.c)
+
+    def sizes(self, x, r):
+        """Sizes (n + r,) of the unknowns (x, r impulses)."""
+        sx = jnp.maximum(jnp.abs(x), jnp.abs(self.q)) + self.h * self.ginv * self.pmax
+        return jnp.concatenate([sx, jnp.full(r, self.impulse(x) + self.pmax / self.mmax)])
 
 
 def holonomic_claim(statement: str) -> Claim:

@@ -30,7 +30,7 @@ from .. import linalg
 from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
-from .base import Method, Observation, Scheme, StepInfo, Traits, holonomic_claim, step_roundoff
+from .base import Method, Observation, Scheme, StepInfo, Traits, holonomic_claim, StepRoundoff
 from .discrete_constraints import left_point_constraint, midpoint_constraint
 from .gni import GNIState, startup_init, reflection_coefficients
 
@@ -97,9 +97,10 @@ class DLA(Method):
                 return jnp.concatenate([D1(q, x, h) + fd(q, x, h)[0] + p - linalg.vm(lam, mu), phi(x),
                                         omega(q, x, h)])
 
-            def F_scaled(z):     # impulses to their round-off floor (methods.base.impulse_roundoff)
-                x = z[:n]
-                return F(z), step_roundoff(system, f, q, x, p, h, m)
+            roundoff = StepRoundoff(system, f, q, p, h)
+
+            def F_scaled(z):     # impulses to their round-off floor (methods.base.StepRoundoff)
+                return F(z), roundoff.sizes(z[:n], m)
 
             s, _ = reflection_coefficients(system, q, p, f)
             x0 = q + h * f.solve(p - linalg.vm(s, mu))

@@ -39,8 +39,7 @@ from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .base import (Method, Observation, Scheme, StepInfo, Traits, compensated_add, explicit_info,
-                   holonomic_claim, impulse_roundoff, step_roundoff,
-                   with_compensation)
+                   holonomic_claim, StepRoundoff, with_compensation)
 
 
 class GNIState(NamedTuple):
@@ -272,6 +271,7 @@ def _shake_step(system, factor_fn, L_d, a, rtol, max_iter, fd):
         f = factor_fn(q)
         pm = affine_reflection(system, q, p, f)
         Phi = system.holonomic_jacobian(q)
+        roundoff = StepRoundoff(system, f, q, pm, h)
         k = Phi.shape[0]
         if a is not None:
             base = pm - a * h * g
@@ -281,7 +281,7 @@ def _shake_step(system, factor_fn, L_d, a, rtol, max_iter, fd):
 
             def G(Lam):
                 x = drift(Lam)
-                return system.holonomic(x), jnp.full(k, impulse_roundoff(system, f, q, x, h))
+                return system.holonomic(x), jnp.full(k, roundoff.impulse(x))
 
             res = newton(G, jnp.zeros(k), rtol=rtol, max_iter=max_iter, has_scale=True)
             x = drift(res.x)
@@ -293,7 +293,7 @@ def _shake_step(system, factor_fn, L_d, a, rtol, max_iter, fd):
         def F(u):
             x, Lam = u[:n], u[n:]
             res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - pm + linalg.vm(Lam, Phi), system.holonomic(x)])
-            return res, step_roundoff(system, f, q, x, pm, h, k)
+            return res, roundoff.sizes(x, k)
 
         res = newton(F, jnp.concatenate([q + h * f.solve(pm), jnp.zeros(k)]), rtol=rtol, max_iter=max_iter,
                      has_scale=True)

@@ -47,7 +47,7 @@ from ..declarations import Claim, Feature, Invariant
 from ..solvers.newton import MAX_ITER, RTOL, newton
 from . import discrete_lagrangians as dls
 from .gni import net_gradient
-from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, holonomic_claim, step_roundoff,
+from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, holonomic_claim, StepRoundoff,
                    multiplier_init, multiplier_observe, with_compensation)
 
 
@@ -107,13 +107,14 @@ def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
             return D2(q, x, h) + fd(q, x, h)[1] - linalg.vm(ell, system.constraint_matrix(x))
 
         f0 = factor_fn(q)
+        roundoff = StepRoundoff(system, f0, q, p, h)
 
         def F(u):
             x, ell, Lam = u[:n], u[n:n + r], u[n + r:]
             res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(left(ell, Lam), M0),
                                    _constraint(system, factor_fn(x), x, p_next(x, ell)),
                                    system.holonomic(x)])
-            return res, step_roundoff(system, f0, q, x, p, h, r + k)
+            return res, roundoff.sizes(x, r + k)
 
         ell0 = -0.5 * h * lam
         x0 = q + h * f0.solve(p - linalg.vm(ell0, M0))
@@ -139,12 +140,13 @@ def _newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
             return D2(q, x, h) + fd(q, x, h)[1] - linalg.vm(ell, system.constraint_matrix(x))
 
         f0 = factor_fn(q)
+        roundoff = StepRoundoff(system, f0, q, p, h)
 
         def F(u):
             x, ell = u[:n], u[n:]
             res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(ell, mu0),
                                    _constraint(system, factor_fn(x), x, p_next(x, ell))])
-            return res, step_roundoff(system, f0, q, x, p, h, ell.shape[0])
+            return res, roundoff.sizes(x, ell.shape[0])
 
         ell0 = -0.5 * h * lam
         u0 = jnp.concatenate([q + h * f0.solve(p - linalg.vm(ell0, mu0)), ell0])

@@ -79,39 +79,39 @@ class Recommendation(NamedTuple):
     reason: str
 
 
-#: The rule of ``method="auto"``, per system kind: the first entry whose method accepts the
-#: system (its kind and features, :func:`accepts`) and whose condition on the features holds
-#: (None: always) is chosen. Robust one-step self-adjoint methods of order 2 first: for a
+#: The rule of ``method="auto"``, per system kind: the first :class:`Recommendation` whose method
+#: accepts the system (its kind and features, :func:`accepts`) is chosen. Robust one-step self-adjoint methods of order 2 first: for a
 #: NonholonomicSystem ``nh-rattle-sym`` rather than the two-step ``nh-rattle``, which is faster
 #: (explicit for a constant metric) but can carry a parasitic period-2 mode (the snakeboard at its
 #: default step: ``ParasiticModeWarning`` at t = 50) and lost a stable bicycle motion that
 #: ``nh-rattle-sym`` keeps (docs/guide/methods.md).
+_R = Recommendation
+_REFERENCE = _R("reference", "no structure-preserving method accepts this system's features: the index-1 "
+                             "ODE by DOP853 at tight tolerance")
 AUTO_RULE = {
     "nonholonomic": (
-        ("nh-rattle-sym", "a NonholonomicSystem: the self-adjoint one-step nonholonomic RATTLE (order 2, "
-                          "energy bounded, constraints at every node, no parasitic mode; Newton on the m "
-                          "impulses per step for a constant metric, on the whole step otherwise)", None),
-        ("reference", "no structure-preserving method accepts this system's features: the index-1 ODE "
-                      "by DOP853 at tight tolerance", None)),
+        _R("nh-rattle-sym", "a NonholonomicSystem: the self-adjoint one-step nonholonomic RATTLE (order 2, "
+                            "energy bounded, constraints at every node, no parasitic mode; Newton on the m "
+                            "impulses per step for a constant metric, on the whole step otherwise)"),
+        _REFERENCE),
     "almost-poisson": (
-        ("dg-gonzalez", "an almost-Poisson system: Gonzalez's discrete gradient (energy to round-off, "
-                        "order 2)", None),),
+        _R("dg-gonzalez", "an almost-Poisson system: Gonzalez's discrete gradient (energy to round-off, "
+                          "order 2)"),),
     "euler-poincare-suslov": (
-        ("eps-midpoint", "an Euler–Poincaré–Suslov system: the midpoint EPS scheme (order 2, energy and "
-                         "constraint at every node)", None),
-        ("eps-variational", "an Euler–Poincaré–Suslov system with a non-quadratic Lagrangian: the "
-                            "variational EPS scheme (order 2)", None)),
+        _R("eps-midpoint", "an Euler–Poincaré–Suslov system: the midpoint EPS scheme (order 2, energy and "
+                           "constraint at every node)"),
+        _R("eps-variational", "an Euler–Poincaré–Suslov system with a non-quadratic Lagrangian: the "
+                              "variational EPS scheme (order 2)")),
     "left-invariant": (
-        ("lie-gni-mv-sym", "a left-invariant system on a Lie group: the self-adjoint Lie-group GNI "
-                           "(order 2)", None),),
+        _R("lie-gni-mv-sym", "a left-invariant system on a Lie group: the self-adjoint Lie-group GNI "
+                             "(order 2)"),),
     "lie-nonholonomic": (
-        ("lie-gni-mv-sym", "a nonholonomic system on a Lie group: the self-adjoint Lie-group GNI "
-                           "(order 2)", None),),
+        _R("lie-gni-mv-sym", "a nonholonomic system on a Lie group: the self-adjoint Lie-group GNI "
+                             "(order 2)"),),
     "reduced": (
-        ("reduced-gni-sym", "a system on Rⁿ × G: the self-adjoint reduced GNI (order 2, any metric, "
-                            "affine constraints)", None),
-        ("reference", "no structure-preserving method accepts this system's features: the index-1 "
-                      "ODE by DOP853 at tight tolerance", None)),
+        _R("reduced-gni-sym", "a system on Rⁿ × G: the self-adjoint reduced GNI (order 2, any metric, "
+                              "affine constraints)"),
+        _REFERENCE),
 }
 
 AUTO = ("auto", None)
@@ -128,11 +128,10 @@ def recommend(system, state0=None) -> Recommendation:
     """
     from .base import registry
     kind = kind_name(system)
-    features = frozenset(system.features(*(state0 or ()))) if hasattr(system, "features") else frozenset()
-    for name, reason, when in AUTO_RULE.get(kind, ()):
-        method = registry().get(name)
-        if method is not None and (when is None or when(features)) and accepts(method, system, state0):
-            return Recommendation(name, reason)
+    for rec in AUTO_RULE.get(kind, ()):
+        method = registry().get(rec.method)
+        if method is not None and accepts(method, system, state0):
+            return rec
     fits = methods_for(system, state0)
     if fits:
         return Recommendation(fits[0], f"the first registered method that integrates a {kind} system")

@@ -78,7 +78,7 @@ class Spark(Method):
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
         s = self.stages
-        a_np, b_np, _ = lobatto_iiia(s)
+        a_np, b_np, c_np = lobatto_iiia(s)
         a, ahat, b = jnp.asarray(a_np), jnp.asarray(lobatto_iiib(s)), jnp.asarray(b_np)
         factor_fn = system.factor_metric
         n = jnp.asarray(q0).shape[0]
@@ -89,8 +89,6 @@ class Spark(Method):
         def holonomic_size(Qi):
             """The size of the terms of φ(Q_i): |Φ(Q_i)| |Q_i| (the round-off floor of its rows)."""
             return linalg.mv(jnp.abs(system.holonomic_jacobian(Qi)), jnp.abs(Qi)) + jnp.abs(system.holonomic(Qi))
-
-        a_np_c = lobatto_iiia(s)[2]
 
         def force(q, v, lam, dt):
             """∂L/∂q + μᵀΛ (+ the non-conservative force at t_k + dt) with ∂L/∂q = ½ vᵀ(∂G/∂q)v − ∇V."""
@@ -113,7 +111,7 @@ class Spark(Method):
             def stages(u):
                 V, Lam = unpack(u)
                 Q = q + h * linalg.mm(a, V)
-                Fs = jax.vmap(force)(Q, V, Lam, h * jnp.asarray(a_np_c))      # stage i at t_k + c_i h
+                Fs = jax.vmap(force)(Q, V, Lam, h * jnp.asarray(c_np))      # stage i at t_k + c_i h
                 return V, Q, Fs
 
             def constraint_terms(Qi, Vi):

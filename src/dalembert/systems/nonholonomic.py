@@ -792,7 +792,7 @@ class NonholonomicSystem(SystemKind):
                                "coordinates")
             dep_v = _dependent(self.independent["speeds"], n, mu.shape[0], "independent_speeds", "speeds")
         if project == "dependent" and phi.size and np.max(np.abs(phi)) > tol * max(1.0, float(np.max(np.abs(q)))):
-            q = self._solve_dependent_q(q, dep_q, tol)
+            q = self._solve_dependent_q(q, dep_q)
             G, V, mu, nu, dV, phi = (np.asarray(x) for x in self._evaluate_all(q))
         elif phi.size and np.max(np.abs(phi)) > tol * max(1.0, float(np.max(np.abs(q)))):
             if not project:
@@ -878,23 +878,24 @@ class NonholonomicSystem(SystemKind):
             raise InputError(f"force(q0, v0, t) is not finite ({np.array2string(f, precision=3)}); check the force "
                              f"(and the controls) at the initial state")
 
-    def _solve_dependent_q(self, q, dep, tol):
-        """q with its coordinates ``dep`` (k indices) solved from φ(q) = 0 by Newton, the others as
-        given (``project="dependent"``); InputError when Φ[:, dep] is singular at q or Newton fails."""
-        q = q.copy()
-        for it in range(50):
-            phi = np.asarray(self.holonomic(jnp.asarray(q)))
-            if np.max(np.abs(phi)) <= 0.01 * tol * max(1.0, float(np.max(np.abs(q)))):
-                return q
-            J = np.asarray(self.holonomic_jacobian(jnp.asarray(q)))[:, dep]
-            sv = np.linalg.svd(J, compute_uv=False)
-            if not np.all(np.isfinite(sv)) or sv[-1] <= RANK_RTOL * max(sv[0], 1e-300):
-                raise InputError(f'project="dependent": the coordinates {dep.tolist()} are not determined by the '
-                                 f"others at q (the columns of Φ for them are singular, singular values "
-                                 f"{np.array2string(sv, precision=3)}); choose other independent_coordinates")
-            q[dep] -= np.linalg.solve(J, phi)
-        raise InputError(f'project="dependent": Newton on the coordinates {dep.tolist()} did not reach φ = 0 '
-                         f"(|φ| = {np.max(np.abs(phi)):.3e} after 50 steps); give a q0 nearer the constraint")
+    def _solve_dependent_q(self, q, dep):
+        """q with its coordinates ``dep`` (k indices) solved from φ(q) = 0 (the project's Newton,
+        :func:`~dalembert.solvers.newton.newton`), the others as given (``project="dependent"``);
+        InputError when Φ[:, dep] is singular at q or Newton fails."""
+        from ..solvers.newton import newton
+        sv = np.linalg.svd(np.asarray(self.holonomic_jacobian(jnp.asarray(q)))[:, dep], compute_uv=False)
+        if not np.all(np.isfinite(sv)) or sv[-1] <= RANK_RTOL * max(sv[0], 1e-300):
+            raise InputError(f'project="dependent": the coordinates {dep.tolist()} are not determined by the '
+                             f"others at q (the columns of Φ for them are singular, singular values "
+                             f"{np.array2string(sv, precision=3)}); choose other independent_coordinates")
+        x = jnp.asarray(q)
+        res = jax.jit(lambda y: newton(lambda z: self.holonomic(x.at[dep].set(z)), y, rtol=1e-14, max_iter=50))(x[dep])
+        out = np.asarray(x.at[dep].set(res.x))
+        if not bool(res.converged):
+            raise InputError(f'project="dependent": Newton on the coordinates {dep.tolist()} did not reach φ = 0 '
+                             f"(|φ| = {np.max(np.abs(np.asarray(self.holonomic(jnp.asarray(out))))):.3e} after "
+                             f"{int(res.iterations)} steps); give a q0 nearer the constraint")
+        return out
 
     def _project_q(self, q):
         """:meth:`project_configuration` compiled once per system (its Newton is a while loop)."""
