@@ -95,7 +95,7 @@ def resolve(discrete_lagrangian, system):
 
 
 def discrete_forces(discrete_lagrangian, system):
-    """``fd(q0, q1, h) -> (f_d⁻, f_d⁺)``, each (n,): the discrete forces of the forced discrete
+    """``fd(q0, q1, h) -> (f_d⁻, f_d⁺)``, each (n,) (the scalar 0.0 without a force): the discrete forces of the forced discrete
     Lagrange–d'Alembert principle (Marsden–West, Acta Numerica 2001, §3.2), with which the
     momenta of a step are p_k = −D1 L_d − f_d⁻ and p_{k+1} = D2 L_d + f_d⁺.
 
@@ -106,6 +106,8 @@ def discrete_forces(discrete_lagrangian, system):
     symmetric compositions keep their orders. The times are offsets on the engine's clock
     (:mod:`dalembert.clock`)."""
     a = discrete_lagrangian.potential_weight if isinstance(discrete_lagrangian, DiscreteLagrangian) else None
+    if not getattr(system, "has_force", False):          # nothing to add: no operation traced
+        return lambda q0, q1, h: (0.0, 0.0)
 
     def fd(q0, q1, h):
         v = (q1 - q0) / h

@@ -139,18 +139,14 @@ def _newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
         def p_next(x, ell):
             return D2(q, x, h) + fd(q, x, h)[1] - linalg.vm(ell, system.constraint_matrix(x))
 
-        f0 = factor_fn(q)
-        roundoff = StepRoundoff(system, f0, q, p, h)
-
         def F(u):
             x, ell = u[:n], u[n:]
-            res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(ell, mu0),
-                                   _constraint(system, factor_fn(x), x, p_next(x, ell))])
-            return res, roundoff.sizes(x, ell.shape[0])
+            return jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(ell, mu0),
+                                    _constraint(system, factor_fn(x), x, p_next(x, ell))])
 
         ell0 = -0.5 * h * lam
-        u0 = jnp.concatenate([q + h * f0.solve(p - linalg.vm(ell0, mu0)), ell0])
-        res = newton(F, u0, rtol=rtol, max_iter=max_iter, has_scale=True)
+        u0 = jnp.concatenate([q + h * factor_fn(q).solve(p - linalg.vm(ell0, mu0)), ell0])
+        res = newton(F, u0, rtol=rtol, max_iter=max_iter)
         x, ell = res.x[:n], res.x[n:]
         return MultiplierState(x, p_next(x, ell), -(2.0 / h) * ell), StepInfo.of(res)
     return step
