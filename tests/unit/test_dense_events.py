@@ -102,7 +102,8 @@ def test_t0_shifts_the_clock_only_for_an_autonomous_system():
 
 @pytest.mark.parametrize("kw,match", [({"save_at": [3.0, 1.0]}, "strictly increasing"),
                                       ({"save_at": [1.0, 12.0]}, r"within \[t0, t_final\]"),
-                                      ({"events": [3]}, "must be a callable")])
+                                      ({"events": [3]}, "must be a callable"),
+                                      ({"save_at": [1.0], "stream": "run.h5"}, "drop stream=")])
 def test_bad_save_at_and_events_are_one_line_errors(kw, match):
     with pytest.raises(InputError, match=match) as err:
         dl.integrate(_skate(), "nh-rattle-sym", q0=Q0, v0=V0, h=0.01, t_final=10.0, progress=False, **kw)

@@ -105,6 +105,8 @@ def integrate_dense(integrate, system, method, *, h, t_final, t0, save_every, sa
     """``dl.integrate`` with ``save_at`` and/or ``events`` (see the module doc); ``integrate`` is
     :func:`dalembert.engine.run.integrate` (passed in: this module does not import it back)."""
     from ..methods.kinds import choose
+    if run_kw.get("stream") is not None:     # the file would hold every node, the result other times
+        raise InputError("save_at and events keep the nodes in memory (they are interpolated): drop stream=")
     ts = None if save_at is None else check_save_at(save_at, t0, float(t_final))
     events = check_events(events)
     names = _state_arrays(system)
