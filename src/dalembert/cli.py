@@ -558,7 +558,7 @@ def user_model(ref: str, values: dict, inits=()):
     first = state[names[0]]
     # energy is a first integral of a (q, v) system with linear constraints (no turning table)
     invariants = ({"energy": made.energy} if getattr(made, "is_affine", True) is False
-                  and not getattr(made, "has_force", False) else {})
+                  and not getattr(made, "timed", getattr(made, "has_force", False)) else {})
     coords = getattr(made, "labels", {}).get("coordinate_names") or tuple(f"{names[0][:-1]}[{i}]" for i in range(first.size))
     return Model(name=made.name, params=dict(values), system=made, q0=first, v0=state[names[1]] if len(names) > 1 else first,
                  coordinates=tuple(coords), source=f"a model of your own ({ref})", initial_state=state,
@@ -788,7 +788,7 @@ def _print_summary(s, outdir):
         t.add_row("stopped", f"--stop-when held at t = {s['stopped_at']:.12g}")
     if "max_energy_balance_residual" in s:        # forces act: the balance E − E0 − W, not E
         t.add_row("energy balance", f"max |E − E0 − W| / scale {s['max_energy_balance_residual']:.3e}  "
-                                    f"(work of the forces W = {s['work']:.6g})")
+                                    f"(energy supplied W = {s['work']:.6g}: forces, moving supports, ∂V/∂t)")
     elif s["energy_is_invariant"]:
         t.add_row("max |ΔE|/E", f"{s['max_relative_energy_error']:.3e}")
     else:

@@ -16,6 +16,11 @@ from __future__ import annotations
 import contextvars
 from contextlib import contextmanager
 
+#: The key under which a clocked scheme's observation carries its node's (t, k), for the
+#: diagnostics of a system with explicit time (energy with V(q, t), residual with ν(q, t)),
+#: removed by the engine (:func:`dalembert.engine.loop.node_outputs`) before the node is kept.
+NODE_CLOCK = "_clock"
+
 _NOW: contextvars.ContextVar = contextvars.ContextVar("dalembert_clock", default=None)
 
 

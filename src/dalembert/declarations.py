@@ -128,7 +128,8 @@ class Feature(enum.Enum):
     HOLONOMIC_CONSTRAINTS = ("configuration constraints", "φ(q) = 0 beside the velocity constraints")
     FORCES = ("non-conservative forces", "a generalized force f(q, v, t)")
     CONTROLS = ("controls", "a force that takes a control signal u")
-    EXPLICIT_TIME = ("explicit time", "a potential, constraint or force that depends on t")
+    EXPLICIT_TIME = ("explicit time", "a potential V(q, t) or constraint right-hand side ν(q, t) that depends "
+                                      "on t (a force's time is part of FORCES)")
 
     def __init__(self, label: str, doc: str):
         self.label = label

@@ -143,7 +143,7 @@ def run_figures(traj, model, out: Path) -> list[Path]:
     if traj.energy_balance_residual is not None:            # forces act: E − E0 − W
         ax.semilogy(t, np.maximum(np.abs(np.asarray(traj.energy_balance_residual[::s])), 1e-17), lw=0.8)
         ax.set_ylabel(labelled("|E(t) − E(0) − W(t)|", unit_of(model, "energy")))
-        ax.set_title(f"{model.name}: energy balance residual, W the work of the forces ({label})", fontsize=9)
+        ax.set_title(f"{model.name}: energy balance residual, W the energy supplied ({label})", fontsize=9)
     elif "energy" in model.invariants:
         err = np.abs(np.asarray(traj.relative_energy_error[::s]))
         ax.semilogy(t, np.maximum(err, 1e-17), lw=0.8)
@@ -235,7 +235,7 @@ def trajectory_figure(traj):
     if balance is not None:                   # forces act: the balance E − E0 − W, not E
         axes[1].semilogy(t[::s], np.maximum(np.abs(np.asarray(balance))[::s], 1e-17), lw=0.8)
         axes[1].set_ylabel("|E(t) − E(0) − W(t)| (energy units)")
-        axes[1].set_title("energy balance residual (W: the work of the forces)", fontsize=9)
+        axes[1].set_title("energy balance residual (W: energy supplied by forces, supports, ∂V/∂t)", fontsize=9)
     elif traj.energy is not None:
         axes[1].semilogy(t[::s], np.maximum(np.abs(np.asarray(traj.relative_energy_error))[::s], 1e-17), lw=0.8)
         axes[1].set_ylabel("|E(t) − E(0)| / |E(0)| (dimensionless)")

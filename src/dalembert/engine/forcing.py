@@ -14,6 +14,20 @@ P = f·v, W_{k+1} = W_k + h/2 (P_k + P_{k+1}) + h²/12 (Ṗ_k − Ṗ_{k+1}), fo
 (``traj.energy_balance_residual``) replaces the energy error of a conservative run; it converges
 at min(order, 2) or min(order, 4).
 
+Explicit time and moving supports. With V(q, t) and affine constraints μ(q)v = ν(q, t) the
+Lagrange–d'Alembert equations G q̈ = ∂L/∂q − Ġv + f + μᵀλ give, for E = T + V(q, t),
+
+    dE/dt = f·v + λᵀμv + ∂V/∂t = f·v + λᵀν(q, t) + ∂V/∂t,
+
+(vᵀ(G q̈ + Ġv − ∂T/∂q) = dT/dt; the constraint force does the power λᵀν, zero for linear
+constraints). W then integrates this whole supply P = f·v + S, S = λ(q, v)ᵀν(q, t) + ∂V/∂t
+(:meth:`~dalembert.NonholonomicSystem.supply`, λ the index-1 multiplier at the node), by the
+same rules: below order 4 the force's part by the displacement rule above and S by the
+trapezoidal rule h/2 (S_k + S_{k+1}); from order 4 the Hermite rule on P (Ṗ along the motion
+and in t). The balance residual then converges at the same orders. The node energy is
+T + V(q_k, t_k) and the constraint residual μ(q_k)v_k − ν(q_k, t_k): the clocked observation
+carries its node's (t_k, k) (:data:`dalembert.clock.NODE_CLOCK`) for them.
+
 A method that accounts for its own discrete work reports it as the node array ``work`` of its
 observation (the discrete-gradient methods: W_k = Σ h∇̄Hᵀ(−R∇̄H + F̄), whose balance
 E_k − E_0 − W_k is zero to round-off, McLachlan, Quispel & Robidoux 1999); the clock then
@@ -55,16 +69,24 @@ class ClockedScheme(Scheme):
     wrap: Callable = None
 
 
+def _supply(system, q, v, dt):
+    """S = λᵀν + ∂V/∂t at a node (0.0, no operation, for a system without)."""
+    if not getattr(system, "has_supply", False):
+        return 0.0
+    return system.supply(q, v, dt)
+
+
 def _power_and_rate(system, q, v, dt):
-    """(P, Ṗ) at a node: the power P = f(q, v, t)·v of the force and its time derivative along the
-    motion, Ṗ = d/dτ [f(q + τv, v + τa, t + τ)·(v + τa)] at τ = 0 with a the index-1 acceleration
+    """(P, Ṗ) at a node: the power P = f(q, v, t)·v + S(q, v, t) of the force and the supply
+    (module doc) and its time derivative along the motion,
+    Ṗ = d/dτ P(q + τv, v + τa, t + τ) at τ = 0 with a the index-1 acceleration
     (:meth:`~dalembert.NonholonomicSystem.acceleration`), by forward-mode autodiff."""
     with clock.shifted(dt):
         a = system.acceleration(q, v)
 
     def power(tau):
-        vv = v + tau * a
-        return jnp.sum(system.force(q + tau * v, vv, dt + tau) * vv)
+        qq, vv = q + tau * v, v + tau * a
+        return jnp.sum(system.force(qq, vv, dt + tau) * vv) + _supply(system, qq, vv, dt + tau)
     return jax.jvp(power, (jnp.zeros((), jnp.float64),), (jnp.ones((), jnp.float64),))
 
 
@@ -111,13 +133,16 @@ def with_clock(scheme: Scheme, system, t0: float = 0.0, order: int = 2) -> Clock
             else:
                 f0 = system.force(st.q, st.v)
                 f1 = system.force(q1, v1, h)
-                dw = 0.5 * jnp.sum((f0 + f1) * (q1 - st.q))
+                dw = (0.5 * jnp.sum((f0 + f1) * (q1 - st.q))
+                      + 0.5 * h * (_supply(system, st.q, st.v, 0.0) + _supply(system, q1, v1, h)))
         return ClockState(new, st.k + 1, st.t + h, st.work + dw, q1, v1), info
 
     def observe(st, h):
         with clock.at(st.t, st.k):
             d = observation_dict(scheme.observe(st.inner, h))
         d.setdefault(WORK, st.work)              # the method's own, when it reports one
+        if getattr(system, "explicit_time", False):
+            d[clock.NODE_CLOCK] = (st.t, st.k)    # the node's diagnostics at t_k (engine.loop)
         return d
 
     return ClockedScheme(init=init, step=step, observe=observe, never_explicit=scheme.never_explicit,

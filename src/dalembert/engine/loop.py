@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .. import clock
 from ..errors import InputError
 from ..methods.base import observation_dict
 from ..solvers import newton_module as newton_mod
@@ -152,7 +153,12 @@ def node_outputs(system, obs):
     """The arrays kept at a node: the method's observation plus the system's diagnostics
     (energy, constraint_residual, ...; the system-kind protocol, see :func:`integrate`)."""
     d = observation_dict(obs)
-    d.update(system.diagnostics(d))
+    at = d.pop(clock.NODE_CLOCK, None)       # a node of a system with V(q, t) or ν(q, t): its time
+    if at is None:
+        d.update(system.diagnostics(d))
+    else:
+        with clock.at(*at):
+            d.update(system.diagnostics(d))
     return d
 
 

@@ -85,7 +85,7 @@ def bind(system, method, state0, options: dict) -> Bound:
     elif on_parasitic == "stop":
         raise InputError(f"on_parasitic='stop': {method.name} has no parasitic-mode monitor (only the "
                          f"two-step methods have one: {', '.join(monitors.monitored_methods())})")
-    if getattr(target, "has_force", False):
+    if getattr(target, "timed", getattr(target, "has_force", False)):
         from .forcing import with_clock
         scheme = with_clock(scheme, target, engine.get("t0", 0.0), method.traits.order)
     if every:

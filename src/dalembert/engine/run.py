@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .. import methods, monitors
+from .. import clock, methods, monitors
 from .._version import __version__
 from ..errors import ConvergenceError, InputError
 from ..methods.kinds import AUTO, choose, resolve
@@ -247,9 +247,10 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
         resolve(system, method)                   # incompatible kinds: refused before any work
     names, state_in = split_initial_state(system, kwargs)
     options = kwargs
-    x0s = tuple(np.asarray(x, np.float64) for x in system.check_initial_state(*state_in, project=project))
+    with clock.at(t0, 0):                         # V(q, t), ν(q, t) checked at the run's start
+        x0s = tuple(np.asarray(x, np.float64) for x in system.check_initial_state(*state_in, project=project))
     method = choose(system, method, x0s)          # "auto": the rule of dl.recommend
-    if getattr(system, "has_force", False) and method.compiled:
+    if _timed(system) and method.compiled:
         options = dict(options, t0=t0)            # the engine's clock starts there
     resolve(system, method, x0s)                  # features the method does not take: before tracing
     n_steps = loop.step_count(h, duration, save_every)
@@ -713,12 +714,13 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     save_every = _static_count(save_every, "save_every", "dl.solve")
     if controls is not None:
         system = _controlled(system, controls, lambda: n_steps)
-    if getattr(system, "has_force", False):
+    if _timed(system):
         options = dict(options, t0=_finite(t0, "t0"))
     if n_steps < 1 or save_every < 1 or n_steps % save_every:
         raise InputError(f"dl.solve: n_steps ({n_steps}) must be a positive multiple of save_every "
                          f"({save_every})")
-    state0 = _checked_state0(system, state0, "dl.solve", values=start is None, project=project)
+    state0 = _checked_state0(system, state0, "dl.solve", values=start is None, project=project,
+                             t0=options.get("t0", 0.0))
     b, state0, h = _bind_traced(system, method, state0, h, options)
     if start is None:
         state = b.scheme.init(*b.convert(*state0), h)
@@ -805,7 +807,12 @@ def _static_count(x, name: str, where: str) -> int:
     return xi
 
 
-def _checked_state0(system, state0, where: str, *, values: bool, project: bool) -> tuple:
+def _timed(system) -> bool:
+    """Whether ``system`` reads the engine's clock (a force, V(q, t), ν(q, t))."""
+    return bool(getattr(system, "timed", getattr(system, "has_force", False)))
+
+
+def _checked_state0(system, state0, where: str, *, values: bool, project: bool, t0: float = 0.0) -> tuple:
     """state0 of :func:`solve` / :func:`final_state` checked: a tuple (or list) of as many arrays
     as ``system.state_names``; when concrete (and ``values``), validated as :func:`integrate`
     validates it (``system.check_initial_state``, which raises InputError naming the problem);
@@ -824,7 +831,7 @@ def _checked_state0(system, state0, where: str, *, values: bool, project: bool) 
         try:
             # concrete values inside an enclosing trace (dl.solve under jax.jit/grad with a
             # closed-over state0): evaluated now, not staged into the trace
-            with jax.ensure_compile_time_eval():
+            with jax.ensure_compile_time_eval(), clock.at(t0, 0):
                 return tuple(check(*state0, project=project))
         except InputError as exc:
             exc.args = (f"{where}: {exc}",)        # (the same error, with its residual etc.)

@@ -48,7 +48,7 @@ class Composition(Method):
         built = [(m.build(system, q0, **options), float(c)) for m, c in self.stages]
         h_obs = built[-1][1] if self.observe_last else 0.5 * (built[0][1] + built[-1][1])
 
-        timed = getattr(system, "has_force", False)     # the clock moves on between the stages
+        timed = getattr(system, "timed", getattr(system, "has_force", False))   # the clock moves on between the stages
         if len({id(m) for m, _ in self.stages}) == 1 and len(built) > 2:
             step = _scanned_step(built[0][0], jnp.asarray([c for _, c in built]), timed)
         else:

@@ -16,10 +16,11 @@ from .. import linalg
 def midpoint_constraint(system) -> Callable:
     """ω_d(q0, q1, h) = μ(q̄)(q1 − q0)/h − ν(q̄), q̄ = (q0 + q1)/2: shape (m,)."""
     mu, nu = _rolling(system)
+    timed = getattr(system, "explicit_time", False)     # ν(q, t) at t_k + h/2 (the clock's offset)
 
     def omega(q0, q1, h):
         qm = 0.5 * (q0 + q1)
-        return linalg.mv(mu(qm), q1 - q0) / h - nu(qm)
+        return linalg.mv(mu(qm), q1 - q0) / h - (nu(qm, 0.5 * h) if timed else nu(qm))
     return omega
 
 
@@ -29,9 +30,10 @@ def left_point_constraint(system) -> Callable:
     = 0"); shape (m,). Consistent, but its error is 1–2 orders larger than the midpoint one (the
     paper's claim on Fig. 5)."""
     mu, nu = _rolling(system)
+    timed = getattr(system, "explicit_time", False)
 
     def omega(q0, q1, h):
-        return linalg.mv(mu(q0), q1 - q0) / h - nu(q0)
+        return linalg.mv(mu(q0), q1 - q0) / h - (nu(q0, 0.0) if timed else nu(q0))
     return omega
 
 

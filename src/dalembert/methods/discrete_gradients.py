@@ -472,7 +472,9 @@ def _traits(order, symmetric, source, energy=True):
                   node_velocity="v_k = X(q_k) g_D(q_k)⁻¹ ρ_k (16a), from the reduced state ζ_k = (q_k, ρ_k)",
                   source=f"{_SOURCE}, {source}", family="discrete-gradients",
                   integrates=("almost-poisson",),
-                  accepts={Feature.CONFIGURATION_METRIC, Feature.FORCES, Feature.CONTROLS, Feature.EXPLICIT_TIME})
+                  # not EXPLICIT_TIME: the discrete gradient of H(x) has no ∂H/∂t (a V(q, t) or ν(q, t)
+                  # of a NonholonomicSystem is refused; a force's time is its own)
+                  accepts={Feature.CONFIGURATION_METRIC, Feature.FORCES, Feature.CONTROLS})
 
 
 def _methods():

@@ -1,5 +1,10 @@
 """Discrete Lagrangians L_d(q0, q1, h) ≈ ∫₀ʰ L for a :class:`NonholonomicSystem`.
 
+A time-dependent potential V(q, t) is evaluated at the rule's nodes: t_k (left), t_k + h (right),
+t_k + h/2 (midpoint), on the engine's clock (the time-dependent discrete Lagrangian
+L_d(q0, q1, t_k, h) of Marsden–West, Acta Numerica 2001, §4; the symmetric rules stay
+self-adjoint).
+
 The GNI accepts *any* discrete Lagrangian: a callable ``L_d(q0, q1, h) -> scalar`` (traceable,
 q0 and q1 of shape (n,), h a scalar), or a :class:`DiscreteLagrangian`, which builds one from a
 system. Scaling convention: ``L_d = h·L(...)`` so that momenta are physical (``p ≈ ∂L/∂q̇``);
@@ -46,15 +51,23 @@ def _kinetic(system, q, dq, h):
     return 0.5 * jnp.sum(dq * linalg.mv(system.mass_matrix(q), dq)) / h
 
 
+def _potential(system, q, dt):
+    """V(q) — V(q, t) at the clock's time + dt where the system has explicit time (the quadrature
+    node's time, :mod:`dalembert.clock`)."""
+    if getattr(system, "explicit_time", False):
+        return system.potential(q, dt)
+    return system.potential(q)
+
+
 def _euler_a(system):
     def L_d(q0, q1, h):
-        return _kinetic(system, q0, q1 - q0, h) - h * system.potential(q0)
+        return _kinetic(system, q0, q1 - q0, h) - h * _potential(system, q0, 0.0)
     return L_d
 
 
 def _euler_b(system):
     def L_d(q0, q1, h):
-        return _kinetic(system, q1, q1 - q0, h) - h * system.potential(q1)
+        return _kinetic(system, q1, q1 - q0, h) - h * _potential(system, q1, h)
     return L_d
 
 
@@ -69,7 +82,7 @@ def _stormer_verlet(system):
 def _midpoint(system):
     def L_d(q0, q1, h):
         qm = 0.5 * (q0 + q1)
-        return _kinetic(system, qm, q1 - q0, h) - h * system.potential(qm)
+        return _kinetic(system, qm, q1 - q0, h) - h * _potential(system, qm, 0.5 * h)
     return L_d
 
 

@@ -152,9 +152,9 @@ def startup_init(system, startup: str = "consistent"):
 
 
 def net_gradient(system, q, dt):
-    """∇V(q) − f(q, t + dt): the potential's gradient less a force that does not depend on v
+    """∇V(q, t + dt) − f(q, t + dt): the potential's gradient less a force that does not depend on v
     (what the explicit kicks use; ∇V without a force). Shape (n,)."""
-    g = system.grad_potential(q)
+    g = system.grad_potential(q, dt) if getattr(system, "explicit_time", False) else system.grad_potential(q)
     if getattr(system, "has_force", False):
         g = g - system.force(q, jnp.zeros_like(q), dt)
     return g

@@ -51,9 +51,10 @@ from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensate
                    multiplier_init, multiplier_observe, with_compensation)
 
 
-def _constraint(system, f, q, p):
-    """μ(q) G⁻¹ p − ν(q), shape (m,)."""
-    return linalg.mv(system.constraint_matrix(q), f.solve(p)) - system.constraint_rhs(q)
+def _constraint(system, f, q, p, dt=0.0):
+    """μ(q) G⁻¹ p − ν(q) (ν(q, t) at the clock's time + dt: h at the step's new node), shape (m,)."""
+    nu = system.constraint_rhs(q, dt) if getattr(system, "explicit_time", False) else system.constraint_rhs(q)
+    return linalg.mv(system.constraint_matrix(q), f.solve(p)) - nu
 
 
 def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
@@ -76,7 +77,7 @@ def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
             return q1, p1, cq, cp
 
         # the constraint is solved at the summed (compensated) node, the one the state keeps
-        res = newton(lambda ell: _constraint(system, f, *advance(ell)[:2]), -0.5 * h * lam,
+        res = newton(lambda ell: _constraint(system, f, *advance(ell)[:2], h), -0.5 * h * lam,
                      rtol=rtol, max_iter=max_iter, simplified=simplified)
         q1, p1, cq, cp = advance(res.x)
         return MultiplierState(q1, p1, -(2.0 / h) * res.x, None if c is None else (cq, cp)), StepInfo.of(res)
@@ -112,7 +113,7 @@ def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
         def F(u):
             x, ell, Lam = u[:n], u[n:n + r], u[n + r:]
             res = jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(left(ell, Lam), M0),
-                                   _constraint(system, factor_fn(x), x, p_next(x, ell)),
+                                   _constraint(system, factor_fn(x), x, p_next(x, ell), h),
                                    system.holonomic(x)])
             return res, roundoff.sizes(x, r + k)
 
@@ -142,7 +143,7 @@ def _newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
         def F(u):
             x, ell = u[:n], u[n:]
             return jnp.concatenate([-D1(q, x, h) - fd(q, x, h)[0] - p + linalg.vm(ell, mu0),
-                                    _constraint(system, factor_fn(x), x, p_next(x, ell))])
+                                    _constraint(system, factor_fn(x), x, p_next(x, ell), h)])
 
         ell0 = -0.5 * h * lam
         u0 = jnp.concatenate([q + h * factor_fn(q).solve(p - linalg.vm(ell0, mu0)), ell0])

@@ -154,11 +154,11 @@ class ProjectedRK(Method):
         tab = TABLEAUS[tableau]()
         n = int(np.shape(q0)[0])
 
-        timed = system.has_force
+        timed = system.timed
 
         def f(y, dt=0.0):
             q, v = y[:n], y[n:]
-            with clock.shifted(dt):          # a force at the stage's time (no-op without one)
+            with clock.shifted(dt):          # a force, V(q, t), ν(q, t) at the stage's time (no-op without)
                 return jnp.concatenate([v, system.acceleration(q, v)])
 
         def init(q0, v0, h=None):
@@ -173,7 +173,8 @@ class ProjectedRK(Method):
             if system.has_holonomic:        # q onto φ = 0 first (SHAKE's correction in the kinetic metric)
                 res = system.project_configuration(q1)
                 q1, info = res.x, StepInfo.of(res)
-            v1 = project(system, q1, state.v + dy[n:])
+            with clock.shifted(h):          # ν(q, t) at the new node
+                v1 = project(system, q1, state.v + dy[n:])
             return ProjectedState(q1, v1, c), info
 
         def observe(state, h=None):

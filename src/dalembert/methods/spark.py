@@ -84,6 +84,7 @@ class Spark(Method):
         n = jnp.asarray(q0).shape[0]
 
         constant = system.constant_metric(q0)
+        timed = getattr(system, "explicit_time", False)     # V(q, t), ν(q, t) at the stage times
         k = system.holonomic(jnp.asarray(q0, jnp.float64)).shape[0] if system.has_holonomic else 0
 
         def holonomic_size(Qi):
@@ -92,7 +93,8 @@ class Spark(Method):
 
         def force(q, v, lam, dt):
             """∂L/∂q + μᵀΛ (+ the non-conservative force at t_k + dt) with ∂L/∂q = ½ vᵀ(∂G/∂q)v − ∇V."""
-            f = -system.grad_potential(q) + linalg.vm(lam, system.constraint_matrix(q))
+            f = (-(system.grad_potential(q, dt) if timed else system.grad_potential(q))
+                 + linalg.vm(lam, system.constraint_matrix(q)))
             if system.has_force:
                 f = f + system.force(q, v, dt)
             if constant:
@@ -114,9 +116,10 @@ class Spark(Method):
                 Fs = jax.vmap(force)(Q, V, Lam, h * jnp.asarray(c_np))      # stage i at t_k + c_i h
                 return V, Q, Fs
 
-            def constraint_terms(Qi, Vi):
-                """μ(Q)V − ν(Q) and the size of its terms |μ||V| + |ν|."""
-                mu, nu = system.constraint_matrix(Qi), system.constraint_rhs(Qi)
+            def constraint_terms(Qi, Vi, dt):
+                """μ(Q)V − ν(Q) (ν(Q, t_k + dt)) and the size of its terms |μ||V| + |ν|."""
+                mu = system.constraint_matrix(Qi)
+                nu = system.constraint_rhs(Qi, dt) if timed else system.constraint_rhs(Qi)
                 return linalg.mv(mu, Vi) - nu, linalg.mv(jnp.abs(mu), jnp.abs(Vi)) + jnp.abs(nu)
 
             def residual(u):
@@ -126,13 +129,13 @@ class Spark(Method):
                 V, Q, Fs = stages(u)
                 P = p + h * linalg.mm(ahat, Fs)
                 GV = jax.vmap(lambda Qi, Vi: linalg.mv(system.mass_matrix(Qi), Vi))(Q, V)
-                g, g_size = jax.vmap(constraint_terms)(Q, V)
+                g, g_size = jax.vmap(constraint_terms)(Q, V, h * jnp.asarray(c_np))
                 g, g_size = linalg.mm(a[1:], g), linalg.mm(jnp.abs(a[1:]), g_size)
                 if k:       # configuration rows at position level: φ(Q_i) = 0, i = 2 … s
                     g = g.at[:, :k].set(jax.vmap(system.holonomic)(Q[1:]) / h)
                     g_size = g_size.at[:, :k].set(jax.vmap(holonomic_size)(Q[1:]) / h)
                 q1, p1 = Q[-1], p + h * linalg.vm(b, Fs)
-                r3, s3 = constraint_terms(q1, factor_fn(q1).solve(p1))
+                r3, s3 = constraint_terms(q1, factor_fn(q1).solve(p1), h)
                 r = jnp.concatenate([(GV - P).ravel(), g.ravel(), r3])
                 S = jnp.concatenate([jnp.maximum(jnp.abs(GV), jnp.abs(P)).ravel(), g_size.ravel(), s3])
                 return r, S
@@ -156,7 +159,7 @@ class SparkLobatto2(Method):
     force it is the general :class:`Spark` with s = 2 (RATTLE for φ). Build options: rtol, max_iter."""
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER) -> Scheme:
-        if system.has_holonomic or system.has_force:
+        if system.has_holonomic or system.timed:
             return Spark(name=self.name, traits=self.traits, stages=2).build(system, q0, rtol=rtol,
                                                                                max_iter=max_iter)
         factor_fn = system.factor_metric

@@ -96,10 +96,11 @@ class Trajectory:
 
     @property
     def energy_balance_residual(self):
-        """(N+1,) E_k − E_0 − W_k for a run with a non-conservative force (``work`` (N+1,), the
-        force's work along the run, :mod:`dalembert.engine.forcing`); None without one. It
-        replaces the energy error when forces act: a method with an exact discrete energy
-        balance keeps it at round-off, the others at their order."""
+        """(N+1,) E_k − E_0 − W_k for a run with a non-conservative force or explicit time
+        (``work`` (N+1,): the force's work along the run, plus with V(q, t) or affine constraints
+        the energy ∫(∂V/∂t + λᵀν) dt they supply, :mod:`dalembert.engine.forcing`); None
+        without one. It replaces the energy error when forces act: a method with an exact
+        discrete energy balance keeps it at round-off, the others at their order."""
         w = self.extra.get("work")
         if w is None or self.energy is None:
             return None

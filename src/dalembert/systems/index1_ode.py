@@ -25,7 +25,7 @@ def _rhs(system, n):
     def make():
         def f(t, y):
             q, v = y[:n], y[n:]
-            with clock.at(t, system.step_index(t) if getattr(system, "has_force", False) else 0):
+            with clock.at(t, system.step_index(t) if getattr(system, "timed", False) else 0):
                 return jnp.concatenate([v, system.acceleration(q, v)])
         return jax.jit(f)
     return cached(system, ("index-1 rhs", n), make)

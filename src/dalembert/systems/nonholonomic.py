@@ -97,13 +97,14 @@ def _indices(idx, name: str):
     return out
 
 
-def _positional_count(fn) -> int:
-    """How many positional arguments ``fn`` takes (4 for an unintrospectable callable with *args)."""
+def _positional_count(fn, unknown: int = 3) -> int:
+    """How many positional arguments ``fn`` takes without a default (4 for a callable with *args;
+    ``unknown`` for one whose signature cannot be read)."""
     import inspect
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return 3
+        return unknown
     if any(p.kind == p.VAR_POSITIONAL for p in params):
         return 4
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
@@ -213,12 +214,15 @@ class NonholonomicSystem(SystemKind):
         Kinetic metric G(q), symmetric positive definite (kg, kg·m, kg·m² blocks as the
         coordinates require). An array, or a callable whose output does not depend on q (found
         by tracing), marks the metric as constant, which enables the explicit fast paths.
-    potential : callable q -> scalar, optional
-        Potential energy V(q) (J). Default 0.
+    potential : callable q -> scalar or (q, t) -> scalar, optional
+        Potential energy V(q) (J), or V(q, t) with explicit time t (s) (a moving well, a driven
+        spring); decided by the number of positional arguments. Default 0.
     constraint_matrix : callable q -> (m, n)
         Constraint covectors μ(q) as rows; 1 ≤ m < n, rows independent.
-    constraint_rhs : callable q -> (m,), optional
-        ν(q) for affine constraints μ(q) v = ν(q) (e.g. a turning table). Default: linear.
+    constraint_rhs : callable q -> (m,) or (q, t) -> (m,), optional
+        ν(q) for affine constraints μ(q) v = ν(q) (e.g. a turning table), or ν(q, t) with
+        explicit time (a belt or a table driven by a given law); decided by the number of
+        positional arguments. Default: linear.
     holonomic_constraints : callable q -> (k,), optional
         Configuration constraints φ(q) = 0 beside the rolling ones (a closed chain, a contact
         height, a redundant coordinate). The motion then satisfies φ(q) = 0, Φ(q) v = 0 and
@@ -258,6 +262,13 @@ class NonholonomicSystem(SystemKind):
     configuration multipliers Λ first, then the m rolling ones; ``holonomic_residual`` (k,) is
     φ(q) at the node. The Lagrange–d'Alembert equations are
     G q̈ = f + Φᵀ Λ + μᵀ λ (Marsden–West, Acta Numerica 2001, §3.5 for the discrete form).
+
+    Explicit time (V(q, t), ν(q, t)): the system declares ``Feature.EXPLICIT_TIME``; the methods
+    that accept it evaluate V and ν at the times of their quadrature nodes (the engine's clock,
+    :mod:`dalembert.clock`; runs start at ``t0``), the others refuse before tracing. Energy is then
+    not conserved: along the Lagrange–d'Alembert equations
+    dE/dt = f·v + λᵀν(q, t) + ∂V/∂t (E = T + V(q, t); the constraint force μᵀλ does the power
+    λᵀμv = λᵀν), and ``traj.work`` is the integral of that supply (:mod:`dalembert.engine.forcing`).
 
     The callables take and return JAX arrays and must be traceable (``jnp``, not ``np``).
     Checks of shapes, symmetry, positive definiteness and rank are made by :meth:`check` at the
@@ -301,6 +312,10 @@ class NonholonomicSystem(SystemKind):
         self._potential = potential
         self._mu = constraint_matrix
         self._nu = constraint_rhs
+        # explicit time: V(q, t), ν(q, t) (two positional arguments; a callable whose signature
+        # cannot be read is taken as V(q), ν(q))
+        self._potential_takes_t = potential is not None and _positional_count(potential, 1) >= 2
+        self._nu_takes_t = constraint_rhs is not None and _positional_count(constraint_rhs, 1) >= 2
         if holonomic_jacobian is not None and holonomic_constraints is None:
             raise InputError("holonomic_jacobian is given without holonomic_constraints; pass "
                              "holonomic_constraints=lambda q: ... (shape (k,)) too")
@@ -344,6 +359,8 @@ class NonholonomicSystem(SystemKind):
             out.add(Feature.FORCES)
             if self._force_takes_u:
                 out.add(Feature.CONTROLS)
+        if self.explicit_time:
+            out.add(Feature.EXPLICIT_TIME)
         if self._constant_metric is None and not state0:
             out.add(Feature.CONFIGURATION_METRIC)
         elif not self.constant_metric(state0[0] if state0 else None):
@@ -354,6 +371,27 @@ class NonholonomicSystem(SystemKind):
     def has_force(self) -> bool:
         """True if the system has a non-conservative force (``force=``)."""
         return self._force is not None
+
+    @property
+    def explicit_time(self) -> bool:
+        """True if the potential or the constraints' right-hand side depends on t (V(q, t), ν(q, t))."""
+        return self._potential_takes_t or self._nu_takes_t
+
+    @property
+    def timed(self) -> bool:
+        """True if the system reads the engine's clock (a force, V(q, t) or ν(q, t)): it is then
+        stepped on the clock and its work is accounted (:mod:`dalembert.engine.forcing`)."""
+        return self.has_force or self.explicit_time
+
+    @property
+    def has_supply(self) -> bool:
+        """True if energy enters other than by the force: affine constraints (power λᵀν) or V(q, t)
+        (power ∂V/∂t); :meth:`supply` is then not identically zero."""
+        return self.is_affine or self._potential_takes_t
+
+    def _clock_time(self, dt):
+        from .. import clock
+        return clock.now()[0] + dt
 
     def with_controls(self, controls, *, h=None, t0: float = 0.0):
         """The same system with the control signal ``controls`` ((N, c) array, one row per step,
@@ -429,26 +467,50 @@ class NonholonomicSystem(SystemKind):
         """G(q), shape (n, n)."""
         return jnp.asarray(self._mass_fn(q), dtype=jnp.float64)
 
-    def potential(self, q):
-        """V(q), scalar (J)."""
+    def potential(self, q, dt=0.0):
+        """V(q), scalar (J); V(q, t) at the clock's time + dt for a time-dependent potential."""
         if self._potential is None:
             return jnp.zeros((), jnp.float64)
+        if self._potential_takes_t:
+            return jnp.asarray(self._potential(q, self._clock_time(dt)), dtype=jnp.float64).reshape(())
         return jnp.asarray(self._potential(q), dtype=jnp.float64).reshape(())
 
-    def grad_potential(self, q):
-        """∇V(q), shape (n,)."""
+    def grad_potential(self, q, dt=0.0):
+        """∇V(q) (at the clock's time + dt), shape (n,)."""
         if self._potential is None:
             return jnp.zeros_like(q)
-        return jax.grad(self.potential)(q)
+        return jax.grad(self.potential)(q, dt)
+
+    def potential_rate(self, q, dt=0.0):
+        """∂V/∂t (q, t) at the clock's time + dt (W), scalar; 0 for V(q)."""
+        if not self._potential_takes_t:
+            return jnp.zeros((), jnp.float64)
+        return jax.grad(lambda tau: self.potential(q, dt + tau))(jnp.zeros((), jnp.float64))
+
+    def supply(self, q, v, dt=0.0):
+        """The power fed in other than by the force, at (q, v) and the clock's time + dt (W):
+        λ(q, v)ᵀν(q, t) + ∂V/∂t. From G q̈ = ∂L/∂q − Ġv + f + μᵀλ and μv = ν:
+        dE/dt = f·v + λᵀμv + ∂V/∂t = f·v + λᵀν + ∂V/∂t (E = T + V). Scalar; 0 without affine
+        constraints and explicit time in V."""
+        if not self.has_supply:
+            return jnp.zeros((), jnp.float64)
+        from .. import clock
+        with clock.shifted(dt):
+            out = self.potential_rate(q)
+            if self.is_affine:
+                out = out + jnp.sum(self.multiplier(q, v) * self.constraint_rhs(q))
+        return out
 
     def rolling_matrix(self, q):
         """μ(q), shape (m, n): the velocity (rolling) constraints as given."""
         return jnp.asarray(self._mu(q), dtype=jnp.float64)
 
-    def rolling_rhs(self, q):
-        """ν(q), shape (m,); zeros for linear constraints."""
+    def rolling_rhs(self, q, dt=0.0):
+        """ν(q) (ν(q, t) at the clock's time + dt), shape (m,); zeros for linear constraints."""
         if self._nu is None:
             return jnp.zeros(self.rolling_matrix(q).shape[0], jnp.float64)
+        if self._nu_takes_t:
+            return jnp.asarray(self._nu(q, self._clock_time(dt)), dtype=jnp.float64).reshape(-1)
         return jnp.asarray(self._nu(q), dtype=jnp.float64).reshape(-1)
 
     def holonomic(self, q):
@@ -473,9 +535,9 @@ class NonholonomicSystem(SystemKind):
             return mu
         return jnp.concatenate([self.holonomic_jacobian(q), mu], axis=0)
 
-    def constraint_rhs(self, q):
-        """The velocity constraints' right-hand side, shape (k + m,): (0; ν(q))."""
-        nu = self.rolling_rhs(q)
+    def constraint_rhs(self, q, dt=0.0):
+        """The velocity constraints' right-hand side (at the clock's time + dt), shape (k + m,): (0; ν(q))."""
+        nu = self.rolling_rhs(q, dt)
         if self._phi is None:
             return nu
         return jnp.concatenate([jnp.zeros(self.holonomic(q).shape[0], jnp.float64), nu])
@@ -540,16 +602,16 @@ class NonholonomicSystem(SystemKind):
         return 0.5 * jnp.sum(v * self.momentum(q, v))
 
     def energy(self, q, v):
-        """E = T + V (J), scalar."""
+        """E = T + V (J), scalar (V at the clock's time for V(q, t))."""
         return self.kinetic_energy(q, v) + self.potential(q)
 
     def hamiltonian(self, q, p):
         """H(q, p) = ½ pᵀ G⁻¹ p + V(q) (J)."""
         return 0.5 * jnp.sum(p * self.factor_metric(q).solve(p)) + self.potential(q)
 
-    def constraint_residual(self, q, v):
-        """μ(q) v − ν(q), shape (m,)."""
-        return linalg.mv(self.constraint_matrix(q), v) - self.constraint_rhs(q)
+    def constraint_residual(self, q, v, dt=0.0):
+        """μ(q) v − ν(q) (ν at the clock's time + dt), shape (m,)."""
+        return linalg.mv(self.constraint_matrix(q), v) - self.constraint_rhs(q, dt)
 
     def projector_Q(self, q):
         """Q = G⁻¹ μᵀ C⁻¹ μ (n, n): the G-orthogonal projector onto D^⊥ (acts on velocities)."""
@@ -567,12 +629,13 @@ class NonholonomicSystem(SystemKind):
         C, _ = self.constraint_gram(q, f)
         return p - 2.0 * linalg.vm(linalg.solve_spd(C, linalg.mv(mu, f.solve(p))), mu)
 
-    def project_momentum(self, q, p):
-        """P* p + Q* Π (n,): the constraint-consistent part of a momentum (FJMdD 2015 (9b), (27b))."""
+    def project_momentum(self, q, p, dt=0.0):
+        """P* p + Q* Π (n,): the constraint-consistent part of a momentum (FJMdD 2015 (9b), (27b));
+        ν at the clock's time + dt."""
         f = self.factor_metric(q)
         mu = self.constraint_matrix(q)
         C, _ = self.constraint_gram(q, f)
-        r = linalg.mv(mu, f.solve(p)) - self.constraint_rhs(q)
+        r = linalg.mv(mu, f.solve(p)) - self.constraint_rhs(q, dt)
         return p - linalg.vm(linalg.solve_spd(C, r), mu)
 
     def project_velocity(self, q, v):
@@ -602,7 +665,9 @@ class NonholonomicSystem(SystemKind):
         C, _ = self.constraint_gram(q, fac)
         mu = self.constraint_matrix(q)
         f = self.generalized_force(q, v)
-        nudot = jax.jvp(self.constraint_rhs, (q,), (v,))[1]
+        # ν̇ = ∂ν/∂q v + ∂ν/∂t (the clock's offset as the time direction)
+        nudot = jax.jvp(self.constraint_rhs, (q, jnp.zeros((), jnp.float64)),
+                        (v, jnp.ones((), jnp.float64)))[1]
         rhs = nudot - linalg.mv(self.constraint_derivative(q, v), v) - linalg.mv(mu, fac.solve(f))
         return linalg.solve_spd(C, rhs)
 
@@ -663,17 +728,21 @@ class NonholonomicSystem(SystemKind):
         return {"q": q, "v": v, **extra(jnp.asarray(q), jnp.asarray(v))}
 
     # --- validation -------------------------------------------------------------------------
-    def _values(self, q):
-        """(G, V, μ, ν, ∇V, φ) at q: what the value checks look at (μ, ν stacked with Φ, 0 and φ of
-        size 0 without configuration constraints)."""
-        return (self.mass_matrix(q), self.potential(q), self.constraint_matrix(q), self.constraint_rhs(q),
-                self.grad_potential(q), self.holonomic(q))
+    def _values(self, q, t=0.0):
+        """(G, V, μ, ν, ∇V, φ) at q and time t (V(q, t), ν(q, t)): what the value checks look at
+        (μ, ν stacked with Φ, 0 and φ of size 0 without configuration constraints)."""
+        from .. import clock
+        with clock.at(t, 0):
+            return (self.mass_matrix(q), self.potential(q), self.constraint_matrix(q), self.constraint_rhs(q),
+                    self.grad_potential(q), self.holonomic(q))
 
     def _evaluate_all(self, q):
-        """:meth:`_values` in one compiled call (eager JAX ops would compile one by one)."""
+        """:meth:`_values` in one compiled call (eager JAX ops would compile one by one), at the
+        clock's time (the run's t0: the engine checks an initial state on its clock)."""
+        from .. import clock
         if getattr(self, "_eval_all", None) is None:
             self._eval_all = jax.jit(self._values)
-        return self._eval_all(q)
+        return self._eval_all(q, np.float64(clock.now()[0]))
 
     def initial_states_ok(self, q0s, v0s, *, tol: float = 1e-10):
         """Which of B initial states pass every value check of :meth:`check` (after its shape
@@ -691,7 +760,9 @@ class NonholonomicSystem(SystemKind):
             self._eval_all_batch = jax.jit(jax.vmap(self._values))
         if self._phi is not None:     # the configuration constraints are checked member by member
             return np.zeros(q.shape[0], bool)
-        G, V, mu, nu, dV, _ = (np.asarray(a) for a in self._eval_all_batch(jnp.asarray(q)))
+        from .. import clock
+        G, V, mu, nu, dV, _ = (np.asarray(a) for a in self._eval_all_batch(
+            jnp.asarray(q), jnp.full(q.shape[0], np.float64(clock.now()[0]))))
         B = q.shape[0]
         ok = np.isfinite(q).all(1) & np.isfinite(v).all(1)
         for a in (G, V, mu, nu, dV):
@@ -708,6 +779,13 @@ class NonholonomicSystem(SystemKind):
         ok &= np.abs(res).max(1) <= tol * np.maximum(1.0, np.abs(v).max(1))
         return ok
 
+    @staticmethod
+    def _timed_callable(fn, takes_t):
+        """fn as a function of q alone (at t = 0 for a function of (q, t): shapes only)."""
+        if fn is None or not takes_t:
+            return fn
+        return lambda x: fn(x, jnp.zeros((), jnp.float64))
+
     def _check_shapes(self, q):
         """The output shapes of the callables for a q of this length (by tracing only); a
         length that passed once is not traced again (ensembles check every member)."""
@@ -717,7 +795,8 @@ class NonholonomicSystem(SystemKind):
         qj = jnp.asarray(q)
         _expect_shape(_shape_of(lambda x: jnp.asarray(self._mass_fn(x)), "mass_matrix", qj), "mass_matrix", (n, n),
                       "the kinetic metric G(q)", q)
-        vshape = _shape_of(self._potential or (lambda x: 0.0 * x[0]), "potential", qj)
+        vshape = _shape_of(self._timed_callable(self._potential, self._potential_takes_t)
+                           or (lambda x: 0.0 * x[0]), "potential", qj)
         if vshape not in ((), (1,)):
             _expect_shape(vshape, "potential", (), "a scalar", q)
         mshape = _shape_of(lambda x: jnp.asarray(self._mu(x)), "constraint_matrix", qj)
@@ -740,7 +819,8 @@ class NonholonomicSystem(SystemKind):
             raise SystemDefinitionError(f"constraint_matrix(q0) has {m} rows" + (f" and holonomic_constraints {k}" if k else "")
                                + f"; need 1 ≤ m and k + m < n = {n}")
         if self._nu is not None:
-            _expect_shape(_shape_of(self._nu, "constraint_rhs", qj), "constraint_rhs", (m,),
+            _expect_shape(_shape_of(self._timed_callable(self._nu, self._nu_takes_t), "constraint_rhs", qj),
+                          "constraint_rhs", (m,),
                           "ν(q), one entry per constraint", q)
         self._shapes_ok.add(n)
 
