@@ -498,7 +498,8 @@ def almost_poisson(system, q0, *, basis: Callable | None = None, frame: str = "a
 
     Raises
     ------
-    InputError for affine constraints (not covered by the paper's reduction), an unknown
+    InputError for affine constraints (not covered by the paper's reduction), a potential
+    V(q, t) with explicit time, an unknown
     ``frame``, ``frame="columns"`` when μ has no constant nonsingular block, or a ``basis`` that is
     not a basis of ker μ(q0).
 
@@ -507,6 +508,9 @@ def almost_poisson(system, q0, *, basis: Callable | None = None, frame: str = "a
     if system.is_affine:
         raise InputError("almost_poisson: affine constraints μ(q) v = ν(q) are not supported "
                          "(the reduction of Celledoni et al. 2019 assumes linear constraints)")
+    if getattr(system, "explicit_time", False):
+        raise InputError("almost_poisson: a potential V(q, t) is not supported (the reduced Hamiltonian H(x) "
+                         "has no explicit time); integrate the NonholonomicSystem itself")
     if frame not in ("auto", "atlas", "columns"):
         raise InputError(f"almost_poisson: frame must be 'auto', 'atlas' or 'columns'; got {frame!r}")
     q0 = _as_vector(q0, "q0")
