@@ -223,6 +223,16 @@ def test_bad_input_is_a_one_line_error(make, method, match):
         assert "nh-rattle-sym" in str(err.value) and "dg-gonzalez," not in str(err.value)
 
 
+def test_the_step_checks_read_the_node_time():
+    """V = ½|x|² log t is singular at t = 0 only: a run from t0 = 1.5 must not see it (the engine's
+    finiteness check of each step evaluates V at the node's time, not at 0)."""
+    system = dl.NonholonomicSystem(np.diag([M, M, J]), lambda q, t: 0.5 * jnp.sum(q[:2] ** 2) * jnp.log(t), _mu,
+                                   name="log-well")
+    q0, v0 = initial_state("well")
+    tr = dl.integrate(system, "nh-rattle-sym", q0=q0, v0=v0, h=0.05, t0=1.5, t_final=2.5, progress=False)
+    assert len(tr) == 21 and np.all(np.isfinite(tr.energy)) and tr.max_energy_balance_residual < 1e-3
+
+
 def test_the_automatic_reduction_refuses_explicit_time():
     with pytest.raises(InputError, match="V\\(q, t\\) is not supported") as err:
         dl.almost_poisson(WELL, initial_state("well")[0])

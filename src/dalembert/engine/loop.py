@@ -185,7 +185,13 @@ def step_energy(system, scheme):
 
     def value(st, h):
         obs = observation_dict(scheme.observe(st, h))
-        return node_outputs(system, obs).get("energy") if check is None else check(obs)
+        if check is None:
+            return node_outputs(system, obs).get("energy")
+        at = obs.pop(clock.NODE_CLOCK, None)         # V(q, t) at the node's time
+        if at is None:
+            return check(obs)
+        with clock.at(*at):
+            return check(obs)
 
     def energy(st, h):
         return None if finite_on_finite(value, *_shapes((st, h))) else value(st, h)
