@@ -2,7 +2,7 @@
 constraints and configuration constraints written with ``sympy.physics.mechanics`` into a
 :class:`~dalembert.systems.NonholonomicSystem` — the metric G(q), the potential V(q), the
 constraint covectors μ(q) and, for affine constraints, ν(q), the configuration constraints φ(q)
-and their Jacobian Φ(q) — compiled by ``sympy.lambdify(..., modules="jax", cse=True)``. Kane's or
+and their Jacobian Φ(q), and the generalized force f(q, q̇, t) of the loads — compiled by ``sympy.lambdify(..., modules="jax", cse=True)``. Kane's or
 Lagrange's solved equations of motion are not used: the integrators need the structure (L and
 the constraints), not the ODE.
 
@@ -11,7 +11,8 @@ the constraints), not the ODE.
 Accepted models: a ``LagrangesMethod`` (its Lagrangian, coordinates, ``hol_coneqs`` and
 ``nonhol_coneqs``), a ``KanesMethod`` or ``System`` (the bodies' kinetic and potential energies,
 the kinematic differential equations, the configuration and velocity constraints), or a
-Lagrangian expression with ``coordinates=``, ``constraints=`` and ``holonomic_constraints=``.
+Lagrangian expression with ``coordinates=``, ``constraints=`` and ``holonomic_constraints=``;
+with loads (forces on points, torques on frames) read from the model or given as ``loads=``.
 Kane models whose kinematics build the rolling in (a contact point with zero velocity and
 ``v2pt_theory`` from it; wheel rates without angle coordinates) are completed with the missing
 coordinates and slip constraints, or refused with a message that says how to rewrite them. See
@@ -56,8 +57,9 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         ``KanesMethod`` / ``System``: the kinetic energy and ``potential_energy`` of its bodies
         (particles and rigid bodies), its kinematic differential equations (to write the
         generalised speeds u through q̇), its configuration constraints (``configuration_constraints``
-        of a KanesMethod, ``holonomic_constraints`` of a System) and its velocity constraints; loads
-        are refused (write them as a potential).
+        of a KanesMethod, ``holonomic_constraints`` of a System), its velocity constraints and its
+        loads (``kanes_equations(bodies, loads)``, ``System.loads`` and its actuators' loads,
+        ``LagrangesMethod(forcelist=...)``; see Loads below).
     lagrangian : SymPy expression L(q, q̇) = ½ q̇ᵀG(q)q̇ − V(q) in the ``dynamicsymbols``
         ``coordinates`` and their time derivatives.
     coordinates : sequence of ``dynamicsymbols`` q_1 … q_n.
@@ -65,8 +67,10 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         velocity of a contact point), added to the model's.
     holonomic_constraints : sequence of expressions φ_i(q) = 0 (configuration constraints), added
         to the model's.
-    potential : optional expression V(q) added to the model's potential (e.g. gravity, whose
-        loads are not read).
+    potential : optional expression V(q) added to the model's potential.
+    loads : sequence of ``Force``/``Torque`` objects or (point, vector) / (frame, vector) tuples,
+        added to the model's loads.
+    frame : the inertial ``ReferenceFrame``; needed only for ``loads=`` without a model.
     values : ``{symbol: number}`` or ``{name: number}`` for the model's constant symbols.
     name : the system's name.
 
@@ -75,7 +79,8 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     NonholonomicSystem with mass_matrix (n, n) (kg, kg·m or kg·m² per pair of coordinates),
     potential (J), constraint_matrix (m, n), constraint_rhs (m,) when ν ≠ 0, and with configuration
     constraints holonomic_constraints (k,) and holonomic_jacobian (k, n), all traceable JAX
-    functions of q (n,). Its attribute ``coordinate_names`` (tuple of n str) names the coordinates:
+    functions of q (n,); with loads that are not uniform, force(q, v, t) (n,) (N for lengths, N·m
+    for angles). Its attribute ``coordinate_names`` (tuple of n str) names the coordinates:
     the model's q in order, then those a completion added (below).
 
     Built-in rolling (Kane models). A body's mass-centre velocity that is not the time derivative
@@ -91,14 +96,31 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     Jacobian (with the other constraints) already implies — the time derivative of φ that Kane's
     method asks for among its velocity constraints — are dropped.
 
+    Loads. A force F at a point P and a torque T on a frame B give the generalized force in the
+    coordinates' velocities, Q_i = Σ F·∂v_P/∂q̇_i + Σ T·∂ω_B/∂q̇_i (Kane's generalized active
+    forces with the partial velocities taken with respect to q̇; Kane & Levinson, Dynamics: Theory
+    and Applications, 1985, §4.4), where v_P and ω_B are the velocities in the inertial frame with
+    u written through q̇; F and T may depend on q, q̇ (or u) and explicitly on the time t
+    (``dynamicsymbols._t`` or a symbol named t). A uniform load — a force whose components in the
+    inertial frame are constant (uniform gravity m g), at a point whose position r_P from a fixed
+    point has v_P as its time derivative — becomes the potential −F·r_P instead (so that the
+    energy-conserving methods see it and ``traj.energy`` holds it). SymPy's Kane equations read
+    the loads, not the bodies' ``potential_energy`` (used by its energy functions), so a model
+    often has gravity twice: where a body's ``potential_energy`` and the uniform loads at its mass
+    centre differ by a constant (gradients equal at random configurations), they are counted once;
+    where they differ otherwise, the model is refused. A LagrangesMethod's Lagrangian and its
+    forcelist are both read, as SymPy reads them.
+
     Raises
     ------
     InputError : SymPy missing; a constraint that is not linear in q̇ (nonlinear velocity
         constraint) or does not contain q̇ (pass it as holonomic_constraints=); a configuration
         constraint with velocities; a Lagrangian that is not mechanical (not quadratic in q̇, or
-        with terms linear in q̇); symbols without values (named); explicit time dependence;
-        generalised speeds that the kinematic differential equations do not give as linear
-        functions of q̇; loads; built-in rolling or speeds without coordinates that cannot be
+        with terms linear in q̇); symbols without values (named); explicit time dependence outside
+        the loads; generalised speeds that the kinematic differential equations do not give as
+        linear functions of q̇; a load that is not a Force, Torque or (point | frame, vector)
+        tuple, on a point or frame that is not the model's, or with functions of time that are
+        not coordinates; a body whose potential_energy is not its uniform loads' potential; built-in rolling or speeds without coordinates that cannot be
         completed (the message says why and how to rewrite the model); no velocity constraint
         left (a Lagrangian with the rolling substituted in cannot be recovered).
 
