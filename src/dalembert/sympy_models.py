@@ -45,8 +45,8 @@ def _sympy():
 
 
 def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constraints=(),
-               holonomic_constraints=(), potential=None, loads=(), frame=None, values: dict | None = None,
-               name: str = "sympy-model"):
+               holonomic_constraints=(), potential=None, loads=(), frame=None, controls=(),
+               values: dict | None = None, name: str = "sympy-model"):
     """A :class:`~dalembert.systems.NonholonomicSystem` from a SymPy mechanics model.
 
     Parameters
@@ -71,6 +71,10 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     loads : sequence of ``Force``/``Torque`` objects or (point, vector) / (frame, vector) tuples,
         added to the model's loads.
     frame : the inertial ``ReferenceFrame``; needed only for ``loads=`` without a model.
+    controls : sequence of c ``dynamicsymbols`` (PyDy's "specified" inputs, e.g. a motor torque
+        T(t)) that appear in the loads: the force becomes ``force(q, v, t, u)`` with u (c,) in this
+        order, and the signal is given to ``dl.integrate(..., controls=U)`` ((N, c) array or a
+        callable t -> (c,); jax.grad with respect to U works).
     values : ``{symbol: number}`` or ``{name: number}`` for the model's constant symbols.
     name : the system's name.
 
@@ -138,9 +142,14 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     by_symbol = {k: v for k, v in (values or {}).items() if not isinstance(k, str)}
     by_name = {k: v for k, v in (values or {}).items() if isinstance(k, str)}
     known = set(qsym) | set(vsym)
+    controls = list(controls)
+    usym = sympy.symbols(f"u0:{len(controls)}", real=True) if controls else ()
+    to_control = dict(zip(controls, usym))
 
     def plain(expr, what, time=False):
         e = sympy.sympify(expr).xreplace(parts["to_plain"])
+        if time:                                    # (a load: its controls are symbols u_i)
+            e = e.xreplace(to_control)
         # a value given by name matches the symbol of that name, whatever its assumptions; a symbol
         # named t without a value is the time (dynamicsymbols._t or a user's own t)
         e = e.xreplace({**{s: sympy.Float(by_name[s.name]) for s in e.free_symbols if s.name in by_name},
@@ -150,11 +159,12 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         if undef:
             raise InputError(f"dl.from_sympy: the {what} has functions of time that are neither coordinates nor "
                              f"their rates: {', '.join(undef)}; declare them as coordinates (or give the speeds' "
-                             f"kinematic differential equations)")
+                             f"kinematic differential equations)"
+                             + ("; an input of a load (a specified torque T(t)) goes in controls=" if time else ""))
         if e.has(t) and not time:
             raise InputError(f"dl.from_sympy: the {what} depends on time explicitly ({_short(e)}); only loads "
                              f"(forces) may depend on t: make t a coordinate or write the time dependence as a load")
-        bad = e.free_symbols - known - ({t} if time else set())
+        bad = e.free_symbols - known - ({t, *usym} if time else set())
         if bad:
             raise InputError(f"dl.from_sympy: symbols without values in the {what}: "
                              f"{', '.join(sorted(map(str, bad)))}; pass values={{symbol: number, ...}}")
@@ -194,6 +204,11 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
                          f"and k = {len(phi)} configuration constraints for n = {n} coordinates{hint}")
     Q = [plain(x, "load", time=True) for x in parts["force"]]
     Q = Q if any(x != 0 for x in Q) else None
+    unused = [_name(c) for c, u in zip(controls, usym) if Q is None or not any(x.has(u) for x in Q)]
+    if unused:
+        raise InputError(f"dl.from_sympy: the controls {', '.join(unused)} appear in no load (a force on a point "
+                         f"or a torque on a frame that is not a uniform load); remove them from controls= or add "
+                         f"the load")
     from .systems import NonholonomicSystem
     if kinetic is None:
         constant_G = not (G.free_symbols & set(qsym))
@@ -206,7 +221,7 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         constraint_rhs=rhs, name=name,
         holonomic_constraints=_vector_fn(phi, qsym, sympy) if phi else None,
         holonomic_jacobian=_matrix_fn(Phi, qsym, sympy) if phi else None,
-        force=_force_fn(Q, qsym, vsym, t, sympy) if Q is not None else None)
+        force=_force_fn(Q, qsym, vsym, t, usym, sympy) if Q is not None else None)
     system.coordinate_names = tuple(parts["coordinates"])
     return system
 
@@ -368,8 +383,11 @@ def _joint_frame(vectors, frame, sympy):
     return best
 
 
-def _force_fn(Q, qsym, vsym, t, sympy):
-    """force(q (n,), v (n,), t) -> (n,) of the loads' generalized force expressions."""
+def _force_fn(Q, qsym, vsym, t, usym, sympy):
+    """force(q (n,), v (n,), t[, u (c,)]) -> (n,) of the loads' generalized force expressions."""
+    if usym:
+        f = sympy.lambdify([list(qsym), list(vsym), t, list(usym)], Q, modules="jax", cse=True)
+        return lambda q, v, t, u: _stack(f(q, v, t, u))
     f = sympy.lambdify([list(qsym), list(vsym), t], Q, modules="jax", cse=True)
     return lambda q, v, t: _stack(f(q, v, t))
 
