@@ -124,7 +124,8 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         the loads; generalised speeds that the kinematic differential equations do not give as
         linear functions of q̇; a load that is not a Force, Torque or (point | frame, vector)
         tuple, on a point or frame that is not the model's, or with functions of time that are
-        not coordinates; a body whose potential_energy is not its uniform loads' potential; built-in rolling or speeds without coordinates that cannot be
+        not coordinates or controls; a control that no load uses; a body whose potential_energy is
+        not its uniform loads' potential; built-in rolling or speeds without coordinates that cannot be
         completed (the message says why and how to rewrite the model); no velocity constraint
         left (a Lagrangian with the rolling substituted in cannot be recovered).
 
