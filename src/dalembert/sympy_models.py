@@ -2,9 +2,9 @@
 constraints and configuration constraints written with ``sympy.physics.mechanics`` into a
 :class:`~dalembert.systems.NonholonomicSystem` — the metric G(q), the potential V(q), the
 constraint covectors μ(q) and, for affine constraints, ν(q), the configuration constraints φ(q)
-and their Jacobian Φ(q), and the generalized force f(q, q̇, t) of the loads — compiled by ``sympy.lambdify(..., modules="jax", cse=True)``. Kane's or
-Lagrange's solved equations of motion are not used: the integrators need the structure (L and
-the constraints), not the ODE.
+and their Jacobian Φ(q), and the generalized force f(q, q̇, t) of the loads — compiled by
+``sympy.lambdify(..., modules="jax", cse=True)``. Kane's or Lagrange's solved equations of motion
+are not used: the integrators need the structure (L, the constraints and the loads), not the ODE.
 
     pip install "dalembert[sympy]"
 

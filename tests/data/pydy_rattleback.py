@@ -39,7 +39,6 @@ def pydy_rattleback(friction: bool = True):
     import sympy.physics.mechanics as me
 
     N, R = sm.symbols("N, R", cls=me.ReferenceFrame)
-    t = me.dynamicsymbols._t
     S, Ro, Oe = sm.symbols("S, Ro, Oe", cls=me.Point)
     q1, q2, q3, u1, u2, u3 = me.dynamicsymbols("q1, q2, q3, u1, u2, u3")
     h, g, m, A, B, C, D = sm.symbols("h, g, m, A, B, C, D")

@@ -897,9 +897,10 @@ def sleigh_with_loads(c=0.2, b=0.5, F0=1.5, w=3.0, drive=None):
 def test_driven_damped_sleigh_equals_a_hand_written_forced_system():
     """The sleigh with loads against the built-in sleigh's G and μ with the generalized force
     written by hand, Q = ((f(t) − b u1) cos θ, (f(t) − b u1) sin θ, −c θ̇), u1 = ẋ cos θ + ẏ sin θ,
-    f(t) = F0 cos(w t): nh-rattle trajectories over 2 s (h = 0.01) agree to 1e-12 (measured
-    ~1e-15); the force is time-dependent and does work (the energy changes by O(1)). The drive as
-    a specified input F(t) in controls= with the signal u(t) = F0 cos(w t): the same trajectory."""
+    f(t) = F0 cos(w t): nh-rattle trajectories over 2 s (h = 0.01) agree to 1e-12 (measured 9.6e-14
+    in q, 2.0e-13 in v: the implicit step's Newton tolerance, the force depending on v); the force is time-dependent and does work (the energy changes by O(1)). The drive as
+    a specified input F(t) in controls= with the signal u(t) = F0 cos(w t): the same force along
+    the path."""
     c, b, F0, w = 0.2, 0.5, 1.5, 3.0
     s = dl.from_sympy(sleigh_with_loads(c, b, F0, w))
     builtin = dl.models.get("chaplygin-sleigh", m=1.0, a=1.0, J=8.0).system
@@ -912,13 +913,15 @@ def test_driven_damped_sleigh_equals_a_hand_written_forced_system():
     hand = dl.NonholonomicSystem(builtin.mass_matrix, constraint_matrix=builtin.constraint_matrix, force=force)
     q0, v0 = np.array([0.1, -0.2, 0.3]), np.array([np.cos(0.3), np.sin(0.3), 0.8])
     runs = [dl.integrate(x, "nh-rattle", q0=q0, v0=v0, h=0.01, t_final=2.0, progress=False) for x in (s, hand)]
+    assert np.max(np.abs(runs[0].q - runs[1].q)) <= 1e-12
+    assert np.max(np.abs(runs[0].v - runs[1].v)) <= 1e-12
     drive = me.dynamicsymbols("F")
     controlled = dl.from_sympy(sleigh_with_loads(c, b, F0, w, drive=drive), controls=[drive])
-    runs.append(dl.integrate(controlled, "nh-rattle", q0=q0, v0=v0, h=0.01, t_final=2.0, progress=False,
-                             controls=lambda t: jnp.stack([F0 * jnp.cos(w * t)])))
-    for other in runs[1:]:
-        assert np.max(np.abs(runs[0].q - other.q)) <= 1e-12
-        assert np.max(np.abs(runs[0].v - other.v)) <= 1e-12
+    controlled = controlled.with_controls(lambda t: jnp.stack([F0 * jnp.cos(w * t)]))
+    for q, v, t in zip(runs[0].q[::50], runs[0].v[::50], runs[0].t[::50]):
+        with dl.clock.at(t, 0):
+            np.testing.assert_allclose(np.asarray(controlled.force(q, v)), np.asarray(s.force(q, v)), rtol=0,
+                                       atol=1e-15)
     e = np.asarray(runs[0].energy)
     assert np.max(np.abs(e - e[0])) > 0.1
 
