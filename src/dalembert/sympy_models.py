@@ -418,7 +418,7 @@ def _kane_parts(model, constraints, holonomic, extra_loads, sympy, me, t, values
         kdes = list(model.kdes)
         vcons = list(model.nonholonomic_constraints)
         hol = list(model.holonomic_constraints)
-        loads = list(model.loads) + [load for act in model.actuators for load in act.to_loads()]
+        loads = list(model.loads) + [load for act in getattr(model, "actuators", ()) for load in act.to_loads()]
     else:
         frame, bodies = model._inertial, list(model.bodies or [])
         qd = [q.diff(t) for q in qs]
