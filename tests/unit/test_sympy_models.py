@@ -928,7 +928,7 @@ def test_driven_damped_sleigh_equals_a_hand_written_forced_system():
 
 def knife_on_incline():
     """A knife edge (x, y on an inclined plane, heading θ; u = q̇) with a gravity load −m g N.z:
-    the uniform load becomes V = −m g sin(α) x."""
+    the uniform load becomes V = −m g sin(α) x. Returns (System, values, the plane's frame)."""
     x, y, th = me.dynamicsymbols("x y theta")
     t = me.dynamicsymbols._t
     m, J, g, al = sm.symbols("m J g alpha", positive=True)
@@ -945,14 +945,14 @@ def knife_on_incline():
     system.add_bodies(me.RigidBody("knife", C, B, m, (me.inertia(B, 0, 0, J), C)))
     system.add_loads(me.Force(C, -m * g * N.z))
     system.add_nonholonomic_constraints(C.vel(N).dot(B.y))
-    return system, {m: 2.0, J: 0.3, g: 9.81, al: 0.4}
+    return system, {m: 2.0, J: 0.3, g: 9.81, al: 0.4}, P
 
 
 def test_gravity_load_as_potential_keeps_energy_with_an_energy_conserving_method():
     """Only gravity acts: no force, V = −m g sin(α) x, and dg-gonzalez keeps the energy over t = 10
     to 1e-12 relative (measured 3.9e-14) while the potential alone changes by O(1) (the knife
     runs downhill: the energy is not trivially constant)."""
-    system, values = knife_on_incline()
+    system, values, plane = knife_on_incline()
     s = dl.from_sympy(system, values=values)
     assert not s.has_force
     q = jnp.array([0.3, -0.2, 0.7])
@@ -975,7 +975,7 @@ def test_gravity_load_as_potential_keeps_energy_with_an_energy_conserving_method
     ("unused control", "the controls G appear in no load"),
 ])
 def test_bad_loads_get_one_line_errors(case, match):
-    system, values = knife_on_incline()
+    system, values, plane = knife_on_incline()
     N, (body,) = system.frame, system.bodies
     C = body.masscenter
     load = {"unknown point": (me.Point("Z"), N.x), "unknown frame": (me.ReferenceFrame("Z"), N.z),
@@ -1055,3 +1055,17 @@ def test_pydy_rattleback_imports_with_its_loads():
         u, udot = jax.jvp(rb.body_rates, (jnp.asarray(q[:3]), jnp.asarray(qd)), (jnp.asarray(v[:3]), a[:3]))
         ref = reference(q[:3], np.asarray(u))
         assert np.max(np.abs(np.asarray(udot) - ref)) <= 1e-11 * np.max(np.abs(ref))
+
+
+def test_system_actuators_are_loads():
+    """A System's actuators give their loads (SymPy's System.form_eoms reads them so): a torque
+    actuator −c θ̇ about the plane's normal on the knife edge, reacting on the plane, is the
+    generalized force (0, 0, −c θ̇) beside the gravity potential."""
+    system, values, plane = knife_on_incline()
+    (body,) = system.bodies
+    theta = system.q[2]
+    c = 0.3
+    system.add_actuators(me.TorqueActuator(-c * theta.diff(me.dynamicsymbols._t), plane.z, body.frame, plane))
+    s = dl.from_sympy(system, values=values)
+    q, v = jnp.array([0.3, -0.2, 0.7]), jnp.array([0.4, -0.1, 1.3])
+    np.testing.assert_allclose(np.asarray(s.force(q, v)), [0.0, 0.0, -c * 1.3], rtol=0, atol=1e-15)
