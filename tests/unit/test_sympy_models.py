@@ -1037,8 +1037,8 @@ def test_pydy_rattleback_imports_with_its_loads():
     force; its accelerations equal PyDy's Kane equations at random states to 1e-11 relative
     (measured 1.8e-12 over 20 states; against a 40-digit evaluation of Kane's equations the
     import is within 1.1e-13 and PyDy's float evaluation within 3e-15: the index-1 form's
-    round-off, cond(G) ≈ 6e3). In the full suite: building PyDy's model and the import take 5–9 s
-    each on the 2-core machine."""
+    round-off, cond(G) ≈ 6e3). In the full suite: building PyDy's model and the import take about
+    2 s of CPU each (5–12 s wall on the loaded 2-core machine)."""
     rb = _pydy_rattleback_module()
     kane, values, syms = rb.pydy_rattleback()
     s = dl.from_sympy(kane, values=values)
