@@ -17,10 +17,12 @@ import dalembert as dl  # noqa: E402
 from dalembert.convergence import fitted_order  # noqa: E402
 
 
-def rolling_disc(damping=False):
+def rolling_disc(damping=False, gravity_load=False):
     """SymPy's rolling disc (yaw q1, lean q2, spin q3) with its contact point (q4, q5) and the two
     rolling constraints, as a LagrangesMethod; with ``damping`` its forcelist holds the loads of
-    disc_kane's damping (a viscous torque, a driving torque A sin(w t), a drag on the centre)."""
+    disc_kane's damping (a viscous torque, a driving torque A sin(w t), a drag on the centre);
+    with ``gravity_load`` gravity is the load −m g N.z on the centre instead of the disc's
+    potential energy in L."""
     q1, q2, q3, q4, q5 = me.dynamicsymbols("q1:6")
     t = me.dynamicsymbols._t
     r, m, g = sm.symbols("r m g", positive=True)
@@ -33,13 +35,13 @@ def rolling_disc(damping=False):
     D = O.locatenew("D", q4 * N.x + q5 * N.y + r * L.z)
     D.set_vel(N, D.pos_from(O).dt(N))
     disc = me.RigidBody("disc", D, R, m, (me.inertia(L, m / 4 * r ** 2, m / 2 * r ** 2, m / 4 * r ** 2), D))
-    disc.potential_energy = m * g * r * sm.cos(q2)
+    disc.potential_energy = 0 if gravity_load else m * g * r * sm.cos(q2)
     slip = D.vel(N) + R.ang_vel_in(N).cross(-r * L.z)
-    loads = None
+    loads = [me.Force(disc, -m * g * N.z)] if gravity_load else []
     if damping:
         c, b, A, w = sm.symbols("c b A w", positive=True)
-        loads = [me.Torque(R, -c * R.ang_vel_in(N)), (R, A * sm.sin(w * t) * L.y), (D, -b * (D.vel(N) & N.x) * N.x)]
-    lm = me.LagrangesMethod(me.Lagrangian(N, disc), [q1, q2, q3, q4, q5], forcelist=loads,
+        loads += [me.Torque(R, -c * R.ang_vel_in(N)), (R, A * sm.sin(w * t) * L.y), (D, -b * (D.vel(N) & N.x) * N.x)]
+    lm = me.LagrangesMethod(me.Lagrangian(N, disc), [q1, q2, q3, q4, q5], forcelist=loads or None,
                             nonhol_coneqs=[slip.dot(N.x), slip.dot(N.y)], frame=N)
     return lm, {r: 0.5, m: 1.0, g: 9.81}
 
@@ -864,18 +866,20 @@ def test_gravity_load_alone_is_a_potential():
 
 def test_lagranges_method_loads_equal_the_kane_import():
     """The same loads in the LagrangesMethod disc's forcelist (which from_sympy used to ignore),
-    its gravity in the Lagrangian: the same potential and force as the KanesMethod import at
-    random states and times."""
+    its gravity in the Lagrangian or as a load in the forcelist (then the potential): the same
+    potential and force as the KanesMethod import at random states and times."""
     km, values, _, _ = disc_kane()
-    lm, _ = rolling_disc(damping=True)
-    s_l, s_k = dl.from_sympy(lm, values=values), dl.from_sympy(km, values=values)
-    for q, v, t in _random_disc_states(s_k, 3, np.random.default_rng(14)):
-        qj, vj = jnp.asarray(q), jnp.asarray(v)
-        with dl.clock.at(t, 0):
-            f_l, f_k = np.asarray(s_l.force(qj, vj)), np.asarray(s_k.force(qj, vj))
-        assert np.max(np.abs(f_k)) > 0.1
-        np.testing.assert_allclose(f_l, f_k, rtol=0, atol=1e-13)
-        np.testing.assert_allclose(float(s_l.potential(qj)), float(s_k.potential(qj)), rtol=0, atol=1e-13)
+    s_k = dl.from_sympy(km, values=values)
+    for gravity_load in (False, True):
+        lm, _ = rolling_disc(damping=True, gravity_load=gravity_load)
+        s_l = dl.from_sympy(lm, values=values)
+        for q, v, t in _random_disc_states(s_k, 3, np.random.default_rng(14)):
+            qj, vj = jnp.asarray(q), jnp.asarray(v)
+            with dl.clock.at(t, 0):
+                f_l, f_k = np.asarray(s_l.force(qj, vj)), np.asarray(s_k.force(qj, vj))
+            assert np.max(np.abs(f_k)) > 0.1
+            np.testing.assert_allclose(f_l, f_k, rtol=0, atol=1e-13)
+            np.testing.assert_allclose(float(s_l.potential(qj)), float(s_k.potential(qj)), rtol=0, atol=1e-13)
 
 
 def sleigh_with_loads(c=0.2, b=0.5, F0=1.5, w=3.0, drive=None):
