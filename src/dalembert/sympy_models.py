@@ -2,16 +2,17 @@
 constraints and configuration constraints written with ``sympy.physics.mechanics`` into a
 :class:`~dalembert.systems.NonholonomicSystem` — the metric G(q), the potential V(q), the
 constraint covectors μ(q) and, for affine constraints, ν(q), the configuration constraints φ(q)
-and their Jacobian Φ(q) — compiled by ``sympy.lambdify(..., modules="jax", cse=True)``. Kane's or
-Lagrange's solved equations of motion are not used: the integrators need the structure (L and
-the constraints), not the ODE.
+and their Jacobian Φ(q), and the generalized force f(q, q̇, t) of the loads — compiled by
+``sympy.lambdify(..., modules="jax", cse=True)``. Kane's or Lagrange's solved equations of motion
+are not used: the integrators need the structure (L, the constraints and the loads), not the ODE.
 
     pip install "dalembert[sympy]"
 
 Accepted models: a ``LagrangesMethod`` (its Lagrangian, coordinates, ``hol_coneqs`` and
 ``nonhol_coneqs``), a ``KanesMethod`` or ``System`` (the bodies' kinetic and potential energies,
 the kinematic differential equations, the configuration and velocity constraints), or a
-Lagrangian expression with ``coordinates=``, ``constraints=`` and ``holonomic_constraints=``.
+Lagrangian expression with ``coordinates=``, ``constraints=`` and ``holonomic_constraints=``;
+with loads (forces on points, torques on frames) read from the model or given as ``loads=``.
 Kane models whose kinematics build the rolling in (a contact point with zero velocity and
 ``v2pt_theory`` from it; wheel rates without angle coordinates) are completed with the missing
 coordinates and slip constraints, or refused with a message that says how to rewrite them. See
@@ -44,8 +45,8 @@ def _sympy():
 
 
 def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constraints=(),
-               holonomic_constraints=(), potential=None, values: dict | None = None,
-               name: str = "sympy-model"):
+               holonomic_constraints=(), potential=None, loads=(), frame=None, controls=(),
+               values: dict | None = None, name: str = "sympy-model"):
     """A :class:`~dalembert.systems.NonholonomicSystem` from a SymPy mechanics model.
 
     Parameters
@@ -56,8 +57,9 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         ``KanesMethod`` / ``System``: the kinetic energy and ``potential_energy`` of its bodies
         (particles and rigid bodies), its kinematic differential equations (to write the
         generalised speeds u through q̇), its configuration constraints (``configuration_constraints``
-        of a KanesMethod, ``holonomic_constraints`` of a System) and its velocity constraints; loads
-        are refused (write them as a potential).
+        of a KanesMethod, ``holonomic_constraints`` of a System), its velocity constraints and its
+        loads (``kanes_equations(bodies, loads)``, ``System.loads`` and its actuators' loads,
+        ``LagrangesMethod(forcelist=...)``; see Loads below).
     lagrangian : SymPy expression L(q, q̇) = ½ q̇ᵀG(q)q̇ − V(q) in the ``dynamicsymbols``
         ``coordinates`` and their time derivatives.
     coordinates : sequence of ``dynamicsymbols`` q_1 … q_n.
@@ -65,8 +67,14 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         velocity of a contact point), added to the model's.
     holonomic_constraints : sequence of expressions φ_i(q) = 0 (configuration constraints), added
         to the model's.
-    potential : optional expression V(q) added to the model's potential (e.g. gravity, whose
-        loads are not read).
+    potential : optional expression V(q) added to the model's potential.
+    loads : sequence of ``Force``/``Torque`` objects or (point, vector) / (frame, vector) tuples,
+        added to the model's loads.
+    frame : the inertial ``ReferenceFrame``; needed only for ``loads=`` without a model.
+    controls : sequence of c ``dynamicsymbols`` (PyDy's "specified" inputs, e.g. a motor torque
+        T(t)) that appear in the loads: the force becomes ``force(q, v, t, u)`` with u (c,) in this
+        order, and the signal is given to ``dl.integrate(..., controls=U)`` ((N, c) array or a
+        callable t -> (c,); jax.grad with respect to U works).
     values : ``{symbol: number}`` or ``{name: number}`` for the model's constant symbols.
     name : the system's name.
 
@@ -75,7 +83,8 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     NonholonomicSystem with mass_matrix (n, n) (kg, kg·m or kg·m² per pair of coordinates),
     potential (J), constraint_matrix (m, n), constraint_rhs (m,) when ν ≠ 0, and with configuration
     constraints holonomic_constraints (k,) and holonomic_jacobian (k, n), all traceable JAX
-    functions of q (n,). Its attribute ``coordinate_names`` (tuple of n str) names the coordinates:
+    functions of q (n,); with loads that are not uniform, force(q, v, t) (n,) (N for lengths, N·m
+    for angles). Its attribute ``coordinate_names`` (tuple of n str) names the coordinates:
     the model's q in order, then those a completion added (below).
 
     Built-in rolling (Kane models). A body's mass-centre velocity that is not the time derivative
@@ -91,14 +100,32 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     Jacobian (with the other constraints) already implies — the time derivative of φ that Kane's
     method asks for among its velocity constraints — are dropped.
 
+    Loads. A force F at a point P and a torque T on a frame B give the generalized force in the
+    coordinates' velocities, Q_i = Σ F·∂v_P/∂q̇_i + Σ T·∂ω_B/∂q̇_i (Kane's generalized active
+    forces with the partial velocities taken with respect to q̇; Kane & Levinson, Dynamics: Theory
+    and Applications, 1985, §4.4), where v_P and ω_B are the velocities in the inertial frame with
+    u written through q̇; F and T may depend on q, q̇ (or u) and explicitly on the time t
+    (``dynamicsymbols._t`` or a symbol named t). A uniform load — a force whose components in the
+    inertial frame are constant (uniform gravity m g), at a point whose position r_P from a fixed
+    point has v_P as its time derivative — becomes the potential −F·r_P instead (so that the
+    energy-conserving methods see it and ``traj.energy`` holds it). SymPy's Kane equations read
+    the loads, not the bodies' ``potential_energy`` (used by its energy functions), so a model
+    often has gravity twice: where a body's ``potential_energy`` and the uniform loads at its mass
+    centre differ by a constant (gradients equal at random configurations), they are counted once;
+    where they differ otherwise, the model is refused. A LagrangesMethod's Lagrangian and its
+    forcelist are both read, as SymPy reads them.
+
     Raises
     ------
     InputError : SymPy missing; a constraint that is not linear in q̇ (nonlinear velocity
         constraint) or does not contain q̇ (pass it as holonomic_constraints=); a configuration
         constraint with velocities; a Lagrangian that is not mechanical (not quadratic in q̇, or
-        with terms linear in q̇); symbols without values (named); explicit time dependence;
-        generalised speeds that the kinematic differential equations do not give as linear
-        functions of q̇; loads; built-in rolling or speeds without coordinates that cannot be
+        with terms linear in q̇); symbols without values (named); explicit time dependence outside
+        the loads; generalised speeds that the kinematic differential equations do not give as
+        linear functions of q̇; a load that is not a Force, Torque or (point | frame, vector)
+        tuple, on a point or frame that is not the model's, or with functions of time that are
+        not coordinates or controls; a control that no load uses; a body whose potential_energy is
+        not its uniform loads' potential; built-in rolling or speeds without coordinates that cannot be
         completed (the message says why and how to rewrite the model); no velocity constraint
         left (a Lagrangian with the rolling substituted in cannot be recovered).
 
@@ -109,27 +136,36 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     sympy, me = _sympy()
     from sympy.core.function import AppliedUndef
     t = me.dynamicsymbols._t
-    parts = _parts(model, lagrangian, coordinates, constraints, holonomic_constraints, sympy, me, t, values or {})
+    parts = _parts(model, lagrangian, coordinates, constraints, holonomic_constraints, loads, frame, sympy, me, t,
+                   values or {})
     n = len(parts["coordinates"])
     qsym, vsym = parts["qsym"], parts["vsym"]
     by_symbol = {k: v for k, v in (values or {}).items() if not isinstance(k, str)}
     by_name = {k: v for k, v in (values or {}).items() if isinstance(k, str)}
     known = set(qsym) | set(vsym)
+    controls = list(controls)
+    usym = sympy.symbols(f"u0:{len(controls)}", real=True) if controls else ()
+    to_control = dict(zip(controls, usym))
 
-    def plain(expr, what):
+    def plain(expr, what, time=False):
         e = sympy.sympify(expr).xreplace(parts["to_plain"])
-        # a value given by name matches the symbol of that name, whatever its assumptions
+        if time:                                    # (a load: its controls are symbols u_i)
+            e = e.xreplace(to_control)
+        # a value given by name matches the symbol of that name, whatever its assumptions; a symbol
+        # named t without a value is the time (dynamicsymbols._t or a user's own t)
         e = e.xreplace({**{s: sympy.Float(by_name[s.name]) for s in e.free_symbols if s.name in by_name},
                         **{k: sympy.sympify(v) for k, v in by_symbol.items()}})
+        e = e.xreplace({s: t for s in e.free_symbols if s.name == t.name and s != t})
         undef = sorted({str(f) for f in e.atoms(AppliedUndef)} | {str(d) for d in e.atoms(sympy.Derivative)})
         if undef:
             raise InputError(f"dl.from_sympy: the {what} has functions of time that are neither coordinates nor "
                              f"their rates: {', '.join(undef)}; declare them as coordinates (or give the speeds' "
-                             f"kinematic differential equations)")
-        if e.has(t):
-            raise InputError(f"dl.from_sympy: the {what} depends on time explicitly ({_short(e)}); "
-                             f"dalembert integrates autonomous systems: make t a coordinate or remove it")
-        bad = e.free_symbols - known
+                             f"kinematic differential equations)"
+                             + ("; an input of a load (a specified torque T(t)) goes in controls=" if time else ""))
+        if e.has(t) and not time:
+            raise InputError(f"dl.from_sympy: the {what} depends on time explicitly ({_short(e)}); only loads "
+                             f"(forces) may depend on t: make t a coordinate or write the time dependence as a load")
+        bad = e.free_symbols - known - ({t, *usym} if time else set())
         if bad:
             raise InputError(f"dl.from_sympy: symbols without values in the {what}: "
                              f"{', '.join(sorted(map(str, bad)))}; pass values={{symbol: number, ...}}")
@@ -141,7 +177,7 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     if "lagrangian" in parts:
         G, V_L = _mechanical(plain(parts["lagrangian"], "Lagrangian"), qsym, vsym, sympy)
         kinetic = None
-        V = V + V_L
+        V = V + V_L + plain(parts["load_potential"], "potential of the uniform loads")
     else:
         G = None
         kinetic = [(plain(w, "kinetic energy's mass"), plain(J, "kinetic energy"), kind)
@@ -167,6 +203,13 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
                 if mu.shape[0] == 0 and "lagrangian" in parts else "")
         raise InputError(f"dl.from_sympy: need 1 ≤ m and k + m < n; got m = {mu.shape[0]} velocity constraints "
                          f"and k = {len(phi)} configuration constraints for n = {n} coordinates{hint}")
+    Q = [plain(x, "load", time=True) for x in parts["force"]]
+    Q = Q if any(x != 0 for x in Q) else None
+    unused = [_name(c) for c, u in zip(controls, usym) if Q is None or not any(x.has(u) for x in Q)]
+    if unused:
+        raise InputError(f"dl.from_sympy: the controls {', '.join(unused)} appear in no load (a force on a point "
+                         f"or a torque on a frame that is not a uniform load); remove them from controls= or add "
+                         f"the load")
     from .systems import NonholonomicSystem
     if kinetic is None:
         constant_G = not (G.free_symbols & set(qsym))
@@ -178,34 +221,176 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         mass_matrix=mass, potential=_scalar_fn(V, qsym, sympy), constraint_matrix=_matrix_fn(mu, qsym, sympy),
         constraint_rhs=rhs, name=name,
         holonomic_constraints=_vector_fn(phi, qsym, sympy) if phi else None,
-        holonomic_jacobian=_matrix_fn(Phi, qsym, sympy) if phi else None)
+        holonomic_jacobian=_matrix_fn(Phi, qsym, sympy) if phi else None,
+        force=_force_fn(Q, qsym, vsym, t, usym, sympy) if Q is not None else None)
     system.coordinate_names = tuple(parts["coordinates"])
     return system
 
 
-def _parts(model, lagrangian, coordinates, constraints, holonomic, sympy, me, t, values):
+def _parts(model, lagrangian, coordinates, constraints, holonomic, loads, frame, sympy, me, t, values):
     """The model's pieces in its own symbols, with the map to_plain to plain symbols q_i, v_i:
-    either "lagrangian" or ("kinetic", "potential"); "constraints", "holonomic", "coordinates"
-    (names), "qsym", "vsym"."""
+    either ("lagrangian", "load_potential") or ("kinetic", "potential"); "force" (n expressions in
+    q, q̇, t: the generalized force of the loads that are not uniform), "constraints", "holonomic",
+    "coordinates" (names), "qsym", "vsym"."""
     if model is None:
         if lagrangian is None or coordinates is None:
             raise InputError("dl.from_sympy: give a LagrangesMethod, KanesMethod or System, or "
                              "lagrangian= and coordinates=")
+        loads = list(loads)
+        if loads and frame is None:
+            raise InputError("dl.from_sympy: loads= with a Lagrangian expression needs frame= (the inertial "
+                             "ReferenceFrame in which the loads' points and frames move)")
         qs = list(coordinates)
         return {**_symbols(qs, t, sympy), "lagrangian": lagrangian, "constraints": list(constraints),
-                "holonomic": list(holonomic)}
+                "holonomic": list(holonomic), **_lagrange_loads(loads, frame, [], qs, sympy, me, t, values)}
     if isinstance(model, me.LagrangesMethod):
         hol = list(getattr(model, "_hol_coneqs", None) or [])
         qs = list(model.q)
         # LagrangesMethod keeps the time derivatives of hol_coneqs first in coneqs, then the
         # nonholonomic equations as given: read φ itself and the nonholonomic rows
         cons = list(getattr(model, "coneqs", []) or [])[len(hol):] + list(constraints)
+        all_loads = list(getattr(model, "forcelist", None) or []) + list(loads)
+        lm_frame = getattr(model, "inertial", None) or frame
+        if all_loads and lm_frame is None:
+            raise InputError("dl.from_sympy: the LagrangesMethod has loads but no frame; build it with frame=N")
         return {**_symbols(qs, t, sympy), "lagrangian": model._L[0], "constraints": cons,
-                "holonomic": hol + list(holonomic)}
+                "holonomic": hol + list(holonomic),
+                **_lagrange_loads(all_loads, lm_frame, list(getattr(model, "_bodies", None) or []), qs, sympy, me,
+                                  t, values)}
     if isinstance(model, (me.KanesMethod, me.System)):
-        return _kane_parts(model, constraints, holonomic, sympy, me, t, values)
+        return _kane_parts(model, constraints, holonomic, loads, sympy, me, t, values)
     raise InputError(f"dl.from_sympy: unsupported model {type(model).__name__}; give a LagrangesMethod, "
                      f"KanesMethod or System, or lagrangian= and coordinates=")
+
+
+def _lagrange_loads(loads, frame, bodies, qs, sympy, me, t, values):
+    """{"force", "load_potential"} of the loads of a Lagrangian model (q̇ are the velocities)."""
+    qdots = [q.diff(t) for q in qs]
+    parsed = _parse_loads(loads, me)
+    if not parsed:
+        return {"force": [sympy.Integer(0)] * len(qs), "load_potential": sympy.Integer(0)}
+    num = _Numeric(sympy, t, 6, values)
+
+    def velocity(P, i):
+        return _load_velocity(P, frame, i)
+
+    def position(P, v):
+        return _honest_position(P, frame, v, {}, num)
+
+    Q, uniform = _load_terms(parsed, frame, qdots, velocity, lambda B, i: _load_angvel(B, frame, i), position,
+                             {}, t, sympy)
+    return {"force": Q, "load_potential": sum((V for _, V in uniform), sympy.Integer(0))}
+
+
+def _parse_loads(loads, me):
+    """[(kind "force" | "torque", point or frame, vector)] from ``Force``/``Torque`` objects and
+    (point, vector) / (frame, vector) tuples; refuses anything else."""
+    out = []
+    for i, load in enumerate(loads):
+        if not (isinstance(load, tuple) and len(load) == 2):
+            raise InputError(f"dl.from_sympy: load {i} ({_short(load)}) is not a Force, a Torque or a "
+                             f"(point, vector) / (frame, vector) tuple")
+        loc, vec = load
+        if isinstance(loc, me.Point):
+            kind = "force"
+        elif isinstance(loc, me.ReferenceFrame):
+            kind = "torque"
+        else:
+            raise InputError(f"dl.from_sympy: load {i} acts on {_short(loc)} ({type(loc).__name__}), neither a "
+                             f"Point nor a ReferenceFrame; write Force(body, F) for a force at a body's mass "
+                             f"centre or Torque(body, T) for a torque on its frame")
+        if not isinstance(vec, me.Vector):
+            raise InputError(f"dl.from_sympy: load {i} on {loc} is {_short(vec)} ({type(vec).__name__}), not a "
+                             f"Vector; write it with unit vectors of the model's frames (e.g. -m*g*N.z)")
+        out.append((kind, loc, vec))
+    return out
+
+
+def _load_velocity(P, frame, i):
+    try:
+        return P.vel(frame)
+    except ValueError:
+        raise InputError(f"dl.from_sympy: the point {P} of load {i} has no velocity in {frame}: it is not a "
+                         f"point of the model (locate it from the model's points)") from None
+
+
+def _load_angvel(B, frame, i):
+    try:
+        return B.ang_vel_in(frame)
+    except ValueError:
+        raise InputError(f"dl.from_sympy: the frame {B} of load {i} is not oriented relative to {frame}: it is "
+                         f"not a frame of the model") from None
+
+
+def _honest_position(P, frame, v, u_map, num):
+    """P's position r from a point with zero velocity in `frame` whose time derivative is P's
+    velocity v (numerically, at random states), or None."""
+    for Z in _reachable_fixed_points(P, frame):
+        r = P.pos_from(Z)
+        d = _components(r.dt(frame).xreplace(u_map) - v, frame)
+        scale = num.evaluate(_components(v, frame), samples=2)
+        if np.max(np.abs(num.evaluate(d, samples=2))) <= _IDENTITY_RTOL * max(1.0, np.max(np.abs(scale))):
+            return r
+    return None
+
+
+def _is_constant(exprs, t, sympy):
+    """No function of time, no derivative, no t: a constant (in the model's parameters)."""
+    from sympy.core.function import AppliedUndef
+    return all(not (e.atoms(AppliedUndef) or e.atoms(sympy.Derivative) or e.has(t))
+               for e in map(sympy.sympify, exprs))
+
+
+def _load_terms(parsed, frame, qdots, velocity, angvel, position, u_map, t, sympy):
+    """(Q, uniform): the generalized force Q_i = Σ F·∂v_P/∂q̇_i + Σ T·∂ω_B/∂q̇_i (n expressions in
+    q, q̇, t) of the loads that are not uniform, and [(point, −F·r_P)] of the uniform ones — a force
+    whose components in `frame` are constant (uniform gravity m g) at a point P whose position r_P
+    from a fixed point has P's velocity as its time derivative."""
+    n = len(qdots)
+    Q = [sympy.Integer(0)] * n
+    uniform = []
+    for i, (kind, loc, vec) in enumerate(parsed):
+        vec = vec.xreplace(u_map) if u_map else vec
+        if kind == "force":
+            v = velocity(loc, i).xreplace(u_map)
+            inertial = _components(vec, frame)
+            if _is_constant(inertial, t, sympy):
+                r = position(loc, v)
+                if r is not None:
+                    uniform.append((loc, -sum((c * x for c, x in zip(inertial, _components(r, frame))),
+                                              sympy.Integer(0))))
+                    continue
+        else:
+            v = angvel(loc, i).xreplace(u_map)
+        F = _joint_frame([v, vec], frame, sympy)
+        vc, fc = _components(v, F), _components(vec, F)
+        J = sympy.Matrix(vc).jacobian(qdots)
+        for k in range(n):
+            Q[k] += sum((fc[j] * J[j, k] for j in range(3) if J[j, k] != 0 and fc[j] != 0), sympy.Integer(0))
+    return Q, uniform
+
+
+def _joint_frame(vectors, frame, sympy):
+    """The frame among those of the vectors' components (and `frame`) in which their components
+    have the fewest operations together."""
+    best, cost = frame, None
+    for F in dict.fromkeys([fr for vec in vectors for _, fr in vec.args] + [frame]):
+        try:
+            c = sum(sympy.count_ops(vec.to_matrix(F)) for vec in vectors)
+        except Exception:                   # noqa: BLE001 (frames not connected)
+            continue
+        if cost is None or c < cost:
+            best, cost = F, c
+    return best
+
+
+def _force_fn(Q, qsym, vsym, t, usym, sympy):
+    """force(q (n,), v (n,), t[, u (c,)]) -> (n,) of the loads' generalized force expressions."""
+    if usym:
+        f = sympy.lambdify([list(qsym), list(vsym), t, list(usym)], Q, modules="jax", cse=True)
+        return lambda q, v, t, u: _stack(f(q, v, t, u))
+    f = sympy.lambdify([list(qsym), list(vsym), t], Q, modules="jax", cse=True)
+    return lambda q, v, t: _stack(f(q, v, t))
 
 
 def _symbols(qs, t, sympy, speeds=None):
@@ -220,7 +405,7 @@ def _name(q) -> str:
     return str(getattr(q, "func", q)) if hasattr(q, "args") and getattr(q, "args", ()) else str(q)
 
 
-def _kane_parts(model, constraints, holonomic, sympy, me, t, values):
+def _kane_parts(model, constraints, holonomic, extra_loads, sympy, me, t, values):
     """A KanesMethod or System: the bodies' partial velocities and angular velocities through q̇
     (u from the kinematic differential equations), V from the bodies' potential_energy, the
     configuration and velocity constraints; built-in rolling and speeds without coordinates
@@ -233,7 +418,7 @@ def _kane_parts(model, constraints, holonomic, sympy, me, t, values):
         kdes = list(model.kdes)
         vcons = list(model.nonholonomic_constraints)
         hol = list(model.holonomic_constraints)
-        loads = list(model.loads)
+        loads = list(model.loads) + [load for act in getattr(model, "actuators", ()) for load in act.to_loads()]
     else:
         frame, bodies = model._inertial, list(model.bodies or [])
         qd = [q.diff(t) for q in qs]
@@ -242,9 +427,7 @@ def _kane_parts(model, constraints, holonomic, sympy, me, t, values):
         vcons = list(model._f_nh + model._k_nh * sympy.Matrix(us)) if len(model._k_nh) else []
         hol = list(getattr(model, "_f_h", None) or [])
         loads = list(model.loads or [])
-    if loads:
-        raise InputError("dl.from_sympy: the model has loads; dalembert needs conservative forces as a "
-                         "potential: set body.potential_energy (or pass potential=V(q)) and remove the loads")
+    loads = _parse_loads(loads + list(extra_loads), me)
     if not bodies:
         raise InputError("dl.from_sympy: the model has no bodies to take the kinetic energy from")
     free, u_of_qd = _speeds_through_qdot(kdes, qs, us, t, sympy, me, values)
@@ -278,9 +461,58 @@ def _kane_parts(model, constraints, holonomic, sympy, me, t, values):
                          "equations u = A(q) q̇ + b(q) with b ≠ 0, or moving frames): L would have terms linear in "
                          "q̇, which dalembert's mechanical systems do not model")
     kinetic = [(w, sympy.Matrix(c).jacobian(qdots), kind) for w, c, kind in kinetic]
+    num = _Numeric(sympy, t, 6, values)
+
+    def velocity(P, i):
+        if not contact:
+            return _load_velocity(P, frame, i)
+        try:
+            return P.pos_from(slip["root"]).dt(frame) + slip["cdot"]
+        except ValueError:
+            raise InputError(f"dl.from_sympy: the point {P} of load {i} is not located from {slip['root']}: it "
+                             f"is not a point of the model (locate it from the model's points)") from None
+
+    def position(P, v):
+        if contact:                         # the completed kinematics: r from the contact coordinates
+            return P.pos_from(slip["root"]) + slip["cdot"].xreplace({c.diff(t): c for c in contact})
+        return _honest_position(P, frame, v, u_map, num)
+
+    Q, uniform = _load_terms(loads, frame, qdots, velocity, lambda B, i: _load_angvel(B, frame, i), position,
+                             u_map, t, sympy)
     V = sum((getattr(b, "potential_energy", 0) for b in bodies), sympy.Integer(0))
+    V = V + sum((U for _, U in _uniform_not_in_potential(uniform, bodies, all_q, num, sympy)), sympy.Integer(0))
     cons = [sympy.sympify(c).xreplace(u_map) for c in vcons] + slip.get("rows", []) + list(constraints)
-    return {**syms, "kinetic": kinetic, "potential": V, "constraints": cons, "holonomic": hol + list(holonomic)}
+    return {**syms, "kinetic": kinetic, "potential": V, "force": Q, "constraints": cons,
+            "holonomic": hol + list(holonomic)}
+
+
+def _uniform_not_in_potential(uniform, bodies, qs, num, sympy):
+    """The uniform loads [(point, −F·r)] that a body's ``potential_energy`` does not already hold.
+    SymPy's Kane equations read the loads and not ``potential_energy`` (which serves its energy
+    functions), so a model often carries gravity twice: as loads and as the bodies' potential
+    energy. The uniform loads at a body's mass centre are that body's potential energy when their
+    potential and ``potential_energy`` differ by a constant (gradients equal at random
+    configurations): then they are counted once; when they differ otherwise, refused."""
+    out = list(uniform)
+    for b in bodies:
+        pe = sympy.sympify(getattr(b, "potential_energy", 0))
+        if pe == 0:
+            continue
+        mine = [(P, U) for P, U in out if P is b.masscenter]
+        if not mine:
+            continue
+        U = sum((u for _, u in mine), sympy.Integer(0))
+        grad_U = [sympy.diff(U, q) for q in qs]
+        grad_d = [sympy.diff(pe - U, q) for q in qs]
+        vals = num.evaluate(grad_d + grad_U, samples=3)
+        k = len(qs)
+        if np.max(np.abs(vals[:, :k])) > _IDENTITY_RTOL * max(1.0, np.max(np.abs(vals[:, k:]))):
+            raise InputError(f"dl.from_sympy: {b.name} has a potential_energy ({_short(pe, 50)}) and uniform loads "
+                             f"at its mass centre (gravity) whose potential −F·r differs from it by more than a "
+                             f"constant; SymPy's Kane equations use only the loads: make potential_energy the "
+                             f"loads' potential or remove one of the two")
+        out = [(P, u) for P, u in out if P is not b.masscenter]
+    return out
 
 
 def _simplest_frame(vec, extra, sympy, dyadic=None):
@@ -378,7 +610,8 @@ class _Numeric:
         funcs = [f for f in funcs if f.args == (t,)]
         fsyms = sympy.symbols(f"_f0:{len(funcs)}")
         exprs = [e.xreplace(dict(zip(funcs, fsyms))) for e in exprs]
-        consts = sorted(set().union(*[e.free_symbols for e in exprs]) - set(dsyms) - set(fsyms) - {t}, key=str)
+        # (the time t, where a load has it, takes a random value like a constant)
+        consts = sorted(set().union(*[e.free_symbols for e in exprs]) - set(dsyms) - set(fsyms), key=str)
         f = sympy.lambdify([list(dsyms), list(fsyms), list(consts)], exprs, modules="numpy", cse=True)
         cvals = [self._value(c, x) for c, x in zip(consts, self.rng.uniform(0.5, 1.5, len(consts)))]
         out = [np.asarray(f(self.rng.uniform(-1, 1, len(dsyms)), self.rng.uniform(-0.7, 0.7, len(fsyms)), cvals),
