@@ -68,8 +68,11 @@ def request_small_loop_kernels(environ=None) -> bool:
     ``XLA_FLAGS``, so that XLA:CPU compiles each compiled chunk's loops into single kernels.
 
     One kernel per loop instead of one dispatch per operation (timings: docs/benchmarks.md, "What
-    decides the speed"); results are bit-for-bit the same. It takes effect only if JAX's CPU
-    backend has not started yet and is process-wide: :func:`configure` calls it.
+    decides the speed"); results are equal to round-off (the same as dalembert's own programs
+    get per executable, :func:`small_loop_option`; against JAX's default 1 kB the order of some
+    operations differs: 4.4e-16 in q after 10⁶ knife-edge steps). It takes effect only if JAX's
+    CPU backend has not started yet and is process-wide (a user's own programs too):
+    :func:`configure` calls it.
 
     ``DALEMBERT_XLA_SMALL_LOOPS``: ``0`` leaves ``XLA_FLAGS`` alone; ``1`` sets the option on any
     jaxlib; unset: only on the jaxlib versions in :data:`SMALL_LOOP_JAXLIB_VERSIONS`. A value of
@@ -278,7 +281,10 @@ def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
     Parameters
     ----------
     small_loops : add XLA:CPU's small-loop kernel threshold to ``XLA_FLAGS``
-        (:func:`request_small_loop_kernels`: each compiled loop one kernel).
+        (:func:`request_small_loop_kernels`: each compiled loop one kernel). dalembert's own
+        programs have it without this (per executable, :func:`compile_lowered`); the process
+        flag adds a user's own ``jax.jit`` of :func:`dalembert.solve` (or pass
+        ``compiler_options=compiler_options()`` to that jit instead).
     cpu_devices : request one JAX CPU device per thread of XLA's CPU pool (and set ``NPROC``),
         so that :func:`dalembert.ensemble` splits its members over the cores
         (:func:`request_cpu_devices`); an int: the number of cores to plan for.
@@ -286,7 +292,8 @@ def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
         directory, :func:`dalembert.config.default_cache_dir`; or a path).
 
     These change the whole process: a user's own JAX programs then also see 2–4 CPU devices and
-    the XLA option. Without this call dalembert runs with JAX's defaults.
+    the XLA option. Without this call dalembert's programs run with their per-executable options
+    (as fast for single runs) and ensembles on one device.
 
     Returns
     -------
