@@ -9,11 +9,14 @@ def test_compiler_options_are_per_executable_and_can_be_switched_off(monkeypatch
     import jax
     import jax.numpy as jnp
     monkeypatch.delenv("DALEMBERT_XLA_YNN", raising=False)
+    monkeypatch.setenv("DALEMBERT_XLA_SMALL_LOOPS", "0")        # (the small-loop entry: below)
     assert engine.compiler_options() == engine.COMPILER_OPTIONS
     lowered = jax.jit(lambda a: jnp.sum(a * a)).lower(jnp.ones(5))
     assert float(engine.compile_lowered(lowered)(jnp.ones(5))) == 5.0
     monkeypatch.setenv("DALEMBERT_XLA_YNN", "1")
     assert engine.compiler_options() == {}
+    monkeypatch.delenv("DALEMBERT_XLA_SMALL_LOOPS")
+    assert set(engine.compiler_options()) <= {"xla_backend_extra_options"}
 
 
 
