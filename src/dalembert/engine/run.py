@@ -25,6 +25,7 @@ from ..systems.kind import kind_name
 from . import loop
 from . import stream as stream_mod
 from .programs import bind, check_options, options_key, single_run_programs, view_of
+from .xla import jit_options
 
 
 # ---------------------------------------------------------------------------------------------
@@ -779,7 +780,8 @@ def compiled(fn, system, method, **static):
     method = choose(system, method)
     key = ("compiled", fn.__name__, method, options_key(static))
     return cached(system, key, lambda: jax.jit(
-        lambda state0, h, *args: fn(system, method, state0, h, *args, **static)))
+        lambda state0, h, *args: fn(system, method, state0, h, *args, **static),
+        compiler_options=jit_options()))
 
 
 def raise_if_failed(out, method, h, what: str = "run"):

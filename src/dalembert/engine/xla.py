@@ -2,11 +2,16 @@
 the process (:func:`configure`).
 
 Importing dalembert changes nothing in the process but ``jax_enable_x64`` (float64). What is
-per executable is applied to dalembert's own programs only (:func:`compile_lowered`: YNNPACK
-fusions off). What XLA reads only from the process environment — the small-loop kernel
-threshold (``XLA_FLAGS``), the CPU device count (``jax_num_cpu_devices``) and the size of XLA's
-CPU thread pool (``NPROC``) — is set only by :func:`configure`, which the command line calls and a
-user may call before JAX starts.
+per executable is applied to dalembert's own programs only (:func:`compile_lowered`): YNNPACK
+fusions off, and XLA:CPU's small-loop kernel threshold (each compiled chunk one native kernel:
+3–3.5× faster steps). XLA reads that threshold from a map field of its per-module debug options
+that JAX's ``compiler_options`` cannot set, so the first compilation wraps JAX's
+``get_compile_options`` (:func:`_install_extra_options_shim`): an ``xla_backend_extra_options``
+entry in ``compiler_options`` is written into that map, anything else passes through unchanged.
+A user's own programs are compiled as before. What XLA reads only from the process environment —
+the CPU device count (``jax_num_cpu_devices``) and the size of XLA's CPU thread pool (``NPROC``)
+— is set only by :func:`configure`, which the command line calls and a user may call before JAX
+starts.
 """
 from __future__ import annotations
 
@@ -63,8 +68,11 @@ def request_small_loop_kernels(environ=None) -> bool:
     ``XLA_FLAGS``, so that XLA:CPU compiles each compiled chunk's loops into single kernels.
 
     One kernel per loop instead of one dispatch per operation (timings: docs/benchmarks.md, "What
-    decides the speed"); results are bit-for-bit the same. It takes effect only if JAX's CPU
-    backend has not started yet and is process-wide: :func:`configure` calls it.
+    decides the speed"); results are equal to round-off (the same as dalembert's own programs
+    get per executable, :func:`small_loop_option`; against JAX's default 1 kB the order of some
+    operations differs: 4.4e-16 in q after 10⁶ knife-edge steps). It takes effect only if JAX's
+    CPU backend has not started yet and is process-wide (a user's own programs too):
+    :func:`configure` calls it.
 
     ``DALEMBERT_XLA_SMALL_LOOPS``: ``0`` leaves ``XLA_FLAGS`` alone; ``1`` sets the option on any
     jaxlib; unset: only on the jaxlib versions in :data:`SMALL_LOOP_JAXLIB_VERSIONS`. A value of
@@ -99,13 +107,45 @@ def request_small_loop_kernels(environ=None) -> bool:
 #: summation. ``DALEMBERT_XLA_YNN=1`` keeps YNNPACK fusions.
 COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 _OPTIONS_OK: list = []          # [bool] once the options were tried on this jaxlib
+_EXTRA = "xla_backend_extra_options"
+
+
+def small_loop_option() -> dict:
+    """The per-executable small-loop kernel threshold, as a ``compiler_options`` entry
+    (``{"xla_backend_extra_options": "xla_cpu_small_while_loop_byte_threshold=16777216"}``), or
+    ``{}`` when it is not used: ``DALEMBERT_XLA_SMALL_LOOPS=0``; a jaxlib outside
+    :data:`SMALL_LOOP_JAXLIB_VERSIONS` (unless ``DALEMBERT_XLA_SMALL_LOOPS=1``); a value already
+    in ``XLA_FLAGS`` (the process's value then applies to every program); or JAX's compile path
+    not as expected (:func:`_install_extra_options_shim`)."""
+    if not _option_wanted(os.environ, _SMALL_LOOP_OPTION, "DALEMBERT_XLA_SMALL_LOOPS", force="1"):
+        return {}
+    if not _install_extra_options_shim():
+        return {}
+    return {_EXTRA: f"{_SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"}
 
 
 def compiler_options() -> dict:
-    """The per-executable options in force (empty if switched off or unknown to this jaxlib)."""
-    if os.environ.get("DALEMBERT_XLA_YNN", "").strip() == "1" or _OPTIONS_OK == [False]:
-        return {}
-    return dict(COMPILER_OPTIONS)
+    """The per-executable options in force for dalembert's programs: :data:`COMPILER_OPTIONS`
+    (empty if switched off or unknown to this jaxlib) and :func:`small_loop_option`.
+
+    Also usable for a program of one's own that calls :func:`dalembert.solve`:
+    ``jax.jit(f, compiler_options=dalembert.engine.xla.compiler_options())`` compiles its loops
+    as dalembert's own (the same speed as :func:`dalembert.integrate`)."""
+    out = {}
+    if os.environ.get("DALEMBERT_XLA_YNN", "").strip() != "1" and _OPTIONS_OK != [False]:
+        out.update(COMPILER_OPTIONS)
+    out.update(small_loop_option())
+    return out
+
+
+def jit_options():
+    """:func:`compiler_options` for ``jax.jit(..., compiler_options=...)`` of dalembert's own
+    jitted functions (compiled at their first call, where an unknown option cannot be caught):
+    None unless the options were compiled with already or the jaxlib is one they were checked on
+    (:data:`SMALL_LOOP_JAXLIB_VERSIONS`)."""
+    if _OPTIONS_OK == [True] or (_OPTIONS_OK != [False] and _jaxlib_version() in SMALL_LOOP_JAXLIB_VERSIONS):
+        return compiler_options() or None
+    return None
 
 
 def compile_lowered(lowered):
@@ -120,9 +160,113 @@ def compile_lowered(lowered):
         if "option" not in str(exc).lower():
             raise
         _OPTIONS_OK[:] = [False]
+        _SHIM[:] = [False]
         return lowered.compile()
     _OPTIONS_OK[:] = [True]
     return out
+
+
+# --- per-executable xla_backend_extra_options ----------------------------------------------------
+#
+# XLA:CPU reads the small-loop threshold from DebugOptions.xla_backend_extra_options, a
+# map<string, string> (field 500) of the debug options of the module being compiled, so it can be
+# set per executable. JAX's ``compiler_options`` are applied by XLA's CompileOptions::ApplyOption,
+# which sets scalar fields only ("... is not a valid message value" for the map). jaxlib's
+# CompileOptions does parse a serialized CompileOptionsProto, and protobuf merges a message with
+# fields appended to it: so the entry is appended to the serialized options (CompileOptionsProto
+# field 3 executable_build_options → ExecutableBuildOptionsProto field 3 debug_options → field
+# 500, entry {1: key, 2: value}) and parsed back. Field numbers of a proto never change.
+
+_SHIM: list = []                # [bool] once the shim was installed (or found impossible)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def extra_options_bytes(entries: dict) -> bytes:
+    """Serialized CompileOptionsProto fields that put ``entries`` (str → str) into
+    ``executable_build_options.debug_options.xla_backend_extra_options``."""
+    maps = b"".join(_field(500, _field(1, k.encode()) + _field(2, v.encode())) for k, v in entries.items())
+    return _field(3, _field(3, maps))
+
+
+def _parse_extra(value) -> dict:
+    """``"k=v,k2=v2"`` (the ``--xla_backend_extra_options`` syntax) → dict."""
+    out = {}
+    for item in str(value).split(","):
+        if item.strip():
+            k, _, v = item.partition("=")
+            out[k.strip()] = v.strip()
+    return out
+
+
+def with_extra_options(options, entries: dict):
+    """A copy of jaxlib ``CompileOptions`` with ``entries`` in its debug options' backend extra
+    options map; ``options`` itself if the copy does not hold them as expected."""
+    from jax._src.lib import xla_client as xc
+    overrides = list(options.env_option_overrides)
+    new = xc.CompileOptions.ParseFromString(options.SerializeAsString() + extra_options_bytes(entries))
+    new.env_option_overrides = overrides
+    back = new.SerializeAsString()
+    same = (new.num_replicas == options.num_replicas and new.num_partitions == options.num_partitions
+            and new.executable_build_options.debug_options.xla_detailed_logging
+            == options.executable_build_options.debug_options.xla_detailed_logging)
+    if not same or not all(k.encode() in back and v.encode() in back for k, v in entries.items()):
+        return options
+    return new
+
+
+def _install_extra_options_shim() -> bool:
+    """Wrap ``jax._src.compiler.get_compile_options`` once so that an ``xla_backend_extra_options``
+    entry of ``compiler_options`` ("k=v,...") goes into the compiled module's debug options
+    (:func:`with_extra_options`). Calls without that entry are passed through unchanged (a user's
+    own compilations). Returns whether the shim is in place (False if JAX's internals are not as
+    expected: dalembert then compiles without the option)."""
+    if _SHIM:
+        return _SHIM[0]
+    try:
+        from jax._src import compiler
+        from jax._src.lib import xla_client as xc
+        original = compiler.get_compile_options
+        ok = callable(original) and hasattr(xc.CompileOptions, "ParseFromString")
+    except Exception:  # noqa: BLE001 - private API moved
+        ok = False
+    if not ok:
+        _SHIM[:] = [False]
+        return False
+    if getattr(original, "_dalembert_extra_options", False):
+        _SHIM[:] = [True]
+        return True
+
+    def get_compile_options(*args, **kwargs):
+        positional = "env_options_overrides" not in kwargs and len(args) > 3
+        overrides = args[3] if positional else kwargs.get("env_options_overrides")
+        if not overrides or _EXTRA not in overrides:
+            return original(*args, **kwargs)
+        overrides = dict(overrides)
+        entries = _parse_extra(overrides.pop(_EXTRA))
+        if positional:
+            args = args[:3] + (overrides,) + args[4:]
+        else:
+            kwargs["env_options_overrides"] = overrides
+        return with_extra_options(original(*args, **kwargs), entries)
+
+    get_compile_options._dalembert_extra_options = True
+    get_compile_options.__wrapped__ = original
+    compiler.get_compile_options = get_compile_options
+    _SHIM[:] = [True]
+    return True
 
 
 #: What :func:`configure` set (empty until it is called).
@@ -137,7 +281,10 @@ def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
     Parameters
     ----------
     small_loops : add XLA:CPU's small-loop kernel threshold to ``XLA_FLAGS``
-        (:func:`request_small_loop_kernels`: each compiled loop one kernel).
+        (:func:`request_small_loop_kernels`: each compiled loop one kernel). dalembert's own
+        programs have it without this (per executable, :func:`compile_lowered`); the process
+        flag adds a user's own ``jax.jit`` of :func:`dalembert.solve` (or pass
+        ``compiler_options=compiler_options()`` to that jit instead).
     cpu_devices : request one JAX CPU device per thread of XLA's CPU pool (and set ``NPROC``),
         so that :func:`dalembert.ensemble` splits its members over the cores
         (:func:`request_cpu_devices`); an int: the number of cores to plan for.
@@ -145,7 +292,8 @@ def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
         directory, :func:`dalembert.config.default_cache_dir`; or a path).
 
     These change the whole process: a user's own JAX programs then also see 2–4 CPU devices and
-    the XLA option. Without this call dalembert runs with JAX's defaults.
+    the XLA option. Without this call dalembert's programs run with their per-executable options
+    (as fast for single runs) and ensembles on one device.
 
     Returns
     -------
