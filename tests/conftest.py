@@ -30,12 +30,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_configure(config):
-    """The tests run with the settings the command line opts in to (XLA small-loop kernels, one
-    CPU device per pool thread; what import alone does is tested in a fresh process,
+    """The tests run with one CPU device per pool thread (what the command line opts in to) but
+    without the process-wide small-loop flag, so that dalembert's own per-executable small-loop
+    option (the default path of a user who never calls configure) is what the suite exercises
+    (what import alone does is tested in a fresh process,
     tests/unit/test_import_side_effects.py), and with JAX's persistent compilation cache in a
     directory of this test run shared by its pytest-xdist workers, out of $HOME: many tests compile
     the same program for a new system object of the same model, and the second compile is then a
     cache hit. Called before any JAX computation (collection imports modules only)."""
     # (set by the controlling process first: its pytest-xdist workers inherit the directory)
     os.environ.setdefault("DALEMBERT_CACHE_DIR", tempfile.mkdtemp(prefix="dalembert-test-cache-"))
-    dalembert.configure(compilation_cache=os.environ["DALEMBERT_CACHE_DIR"])
+    dalembert.configure(small_loops=False, compilation_cache=os.environ["DALEMBERT_CACHE_DIR"])
