@@ -12,8 +12,10 @@ An entry is keyed by a SHA-256 of the lowered program's text (StableHLO: every o
 constant of the program, so a different system or option is a different key), the compiler
 options, the JAX and jaxlib versions, the backend's platform and version, the devices and
 ``XLA_FLAGS``: the same key compiles to the same executable, whose results are bit for bit those
-of a fresh compile. Entries are written atomically (temporary file, rename); an entry that
-cannot be read is removed and the program compiled again.
+of a fresh compile. An entry holds the ids of the devices the program ran on and the executable
+(:mod:`jax.experimental.serialize_executable`, a pickle: the directory must be the user's own, as
+JAX's cache is). Entries are written atomically (temporary file, rename); an entry that cannot be
+read is removed and the program compiled again.
 
 Where: ``$DALEMBERT_CACHE_DIR/programs`` (default ``~/.cache/dalembert/jax/programs``,
 :func:`dalembert.config.default_cache_dir`); ``DALEMBERT_COMPILATION_CACHE=0`` turns it off. A
@@ -75,7 +77,28 @@ def key(lowered, options: dict) -> str:
     h.update(lowered.as_text().encode())
     h.update(repr(sorted(options.items())).encode())
     h.update(_versions().encode())
+    h.update(repr(lowered._lowering.compile_args.get("in_shardings")).encode())
+    h.update(repr(jax.config.jax_default_device).encode())
     return h.hexdigest()
+
+
+def _load(path: Path, lowered):
+    """The executable stored at ``path`` (a line of device ids, then the serialized executable),
+    on those devices."""
+    from jax.experimental import serialize_executable as se
+    head, payload = path.read_bytes().split(b"\n", 1)
+    by_id = {d.id: d for d in jax.devices()}
+    devices = [by_id[int(i)] for i in head.split()]
+    return se.deserialize_and_load(payload, lowered.in_tree, lowered.out_tree, execution_devices=devices)
+
+
+def _store(path: Path, compiled):
+    from jax.experimental import serialize_executable as se
+    from .._io import atomic_path
+    ids = " ".join(str(d.id) for d in compiled.runtime_executable().local_devices())
+    payload = se.serialize(compiled)[0]
+    with atomic_path(path) as tmp:
+        Path(tmp).write_bytes(ids.encode() + b"\n" + payload)
 
 
 def compile_cached(lowered, compile_fn, options: dict):
@@ -85,21 +108,20 @@ def compile_cached(lowered, compile_fn, options: dict):
     where = directory()
     if where is None:
         return compile_fn(lowered)
-    from jax.experimental import serialize_executable as se
-    path = where / f"{key(lowered, options)}.xla"
+    try:
+        path = where / f"{key(lowered, options)}.xla"
+    except Exception:  # noqa: BLE001 - a program this JAX cannot describe: compiled, not kept
+        return compile_fn(lowered)
     if path.exists():
         try:
-            return se.deserialize_and_load(path.read_bytes(), lowered.in_tree, lowered.out_tree)
+            return _load(path, lowered)
         except Exception:  # noqa: BLE001 - a damaged or foreign entry: compile again
             path.unlink(missing_ok=True)
     t0 = time.perf_counter()
     compiled = compile_fn(lowered)
     if time.perf_counter() - t0 >= MIN_COMPILE_S:
         try:
-            from .._io import atomic_path
-            payload = se.serialize(compiled)[0]
-            with atomic_path(path) as tmp:
-                Path(tmp).write_bytes(payload)
+            _store(path, compiled)
         except Exception:  # noqa: BLE001 - a cache that cannot be written: no entry
             pass
     return compiled
