@@ -23,14 +23,17 @@ every node saved) is split into
 * ``other`` — the rest of the call,
 
 with the number of times the user's T was traced (a counter in T), the process's CPU time, and
-the second call's wall time (the same system, another initial state). Modes: ``cold`` (the cache turned on by the user's call
+the second call's wall time (the same system, another initial state). JAX's phase durations are
+wall times; the ``cpu:`` line gives the process's CPU seconds inside them (on a shared machine
+only those compare). Modes: ``cold`` (JAX's persistent cache turned on by the user's call
 ``dalembert.config.enable_compilation_cache()`` in a new, empty directory given by
 ``DALEMBERT_CACHE_DIR``), ``warm`` (a second process with that call on that directory: its time to
 the first step), ``default`` (a third process on that directory without the call: what a user who
-never heard of the cache gets).
+never heard of the cache gets: dalembert's own cache of its programs, cold), ``default2`` (a fourth
+process without the call: that cache warm).
 
 Run: ``python benchmarks/first_call.py [--systems coin chain] [--methods nh-rattle dg-gonzalez]
-[--modes cold warm default] [--out benchmarks/results/first_call.txt] [--label before]`` (appends).
+[--modes cold warm default default2] [--out benchmarks/results/first_call.txt] [--label before]`` (appends).
 """
 from __future__ import annotations
 
@@ -280,7 +283,7 @@ def main():
     ap.add_argument("--one", nargs=2)
     ap.add_argument("--systems", nargs="+", default=["coin", "chain"])
     ap.add_argument("--methods", nargs="+", default=["nh-rattle", "dg-gonzalez"])
-    ap.add_argument("--modes", nargs="+", default=["cold", "warm", "default"])
+    ap.add_argument("--modes", nargs="+", default=["cold", "warm", "default", "default2"])
     ap.add_argument("--label", default="")
     ap.add_argument("--out", default=str(HERE / "results" / "first_call.txt"))
     args = ap.parse_args()
