@@ -30,6 +30,11 @@ def now():
     return (0.0, 0) if value is None else value
 
 
+def running() -> bool:
+    """Whether the enclosing code runs on the clock (inside :func:`at`)."""
+    return _NOW.get() is not None
+
+
 @contextmanager
 def at(t, k):
     """Evaluate the enclosed code (a traced step) at time t, step index k."""

@@ -4,7 +4,11 @@ Every integrator here is written and verified in float64 (Newton tolerances near
 import turns it on; nothing else about the process changes (no environment variables, no XLA
 options, no device count: those are opt-in through :func:`dalembert.configure`). If JAX had already
 started in float32 when dalembert is imported, a warning says so: arrays made before then stay
-float32. The persistent compilation cache is opt-in too (:func:`enable_compilation_cache`).
+float32. JAX's persistent compilation cache, which serves every program of the process (a user's
+own too), is opt-in (:func:`enable_compilation_cache`); dalembert keeps its *own* compiled
+programs on disk by default without setting any JAX option (:mod:`dalembert.engine.disk_cache`,
+``DALEMBERT_COMPILATION_CACHE=0`` turns that off), so that a later process does not compile them
+again.
 """
 from __future__ import annotations
 
@@ -49,6 +53,10 @@ def default_cache_dir() -> Path:
 
 def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
     """Turn on JAX's persistent compilation cache, so that a second run does not compile again.
+
+    This is process-wide: it caches a user's own JAX programs too. dalembert's own programs are
+    cached without it (:mod:`dalembert.engine.disk_cache`); once this is on, that cache stands
+    aside and JAX's serves them.
 
     Parameters
     ----------

@@ -20,8 +20,8 @@ from . import loop
 from .stream import MemoryNodes
 from ..results.metadata import checked_metadata
 from .run import chart_metadata, check_run, failure_error, run_metadata, split_initial_state
-from .programs import bind, options_key, state_shapes, view_key
-from .xla import _custom_calls, compile_lowered, ensemble_devices
+from .programs import bind, compile_program, options_key, state_shapes, view_key
+from .xla import _custom_calls, ensemble_devices
 
 
 class EnsembleMemberWarning(RuntimeWarning):
@@ -116,7 +116,7 @@ def _compile_members(scheme_of, lead, x0s, h, save_every, chunk_saves, keep):
         if len(fewer) != len(devices):
             devices = fewer
             start_l, chunk_l = lower(devices)
-    start_c, chunk_c = compile_lowered(start_l), compile_lowered(chunk_l)
+    start_c, chunk_c = compile_program(start_l), compile_program(chunk_l)
     return start_c, chunk_c, devices, layout[-1]
 
 

@@ -20,12 +20,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import monitors
+from .. import clock, monitors
 from .._cache import cached, hashable
 from ..errors import InputError
 from ..methods.kinds import resolve
 from . import loop
-from .xla import compile_lowered
+from .disk_cache import compile_cached
+from .xla import compile_lowered, compiler_options
+
+
+def compile_program(lowered):
+    """A program of dalembert's compiled with its compiler options
+    (:func:`~dalembert.engine.xla.compile_lowered`),
+    or loaded from the persistent cache of its programs (:mod:`dalembert.engine.disk_cache`)."""
+    return compile_cached(lowered, compile_lowered, compiler_options())
 
 
 class Bound(NamedTuple):
@@ -56,10 +64,15 @@ def view_of(system, method, state0) -> tuple:
     return target, convert
 
 
-def bind(system, method, state0, options: dict) -> Bound:
+def bind(system, method, state0, options: dict, trace_once: bool = False) -> Bound:
     """The scheme of ``method`` on ``system`` (through a registered view if the method integrates
     another kind); ``state0``: one validated initial state of ``system`` (concrete arrays; a view
     may anchor on it, and ``build`` reads its shapes).
+
+    ``trace_once``: the method's ``init`` and ``observe`` are traced once, at the shapes of
+    ``state0`` (:func:`once`), and that trace serves every later use (the monitor's shapes
+    below, the start program, the monitor's own init); for the compiled programs of
+    :func:`single_run_programs`, not for a bind under a user's transformation.
 
     Raises InputError: an incompatible kind or a feature the method does not accept (before
     anything is traced), an option the method does not declare (:meth:`Method.options`).
@@ -75,6 +88,8 @@ def bind(system, method, state0, options: dict) -> Bound:
     every, on_parasitic = _engine_options(engine)
     check_options(method, system, options)
     scheme = method.build(target, x0, **options)
+    if trace_once:
+        scheme = _init_traced_once(scheme, state0 if target is system else jax.eval_shape(convert, *state0))
     if monitors.monitored(method):
         h = jax.ShapeDtypeStruct((), jnp.float64)
         obs = jax.eval_shape(lambda s, hh: scheme.observe(scheme.init(*convert(*s), hh), hh),
@@ -93,6 +108,19 @@ def bind(system, method, state0, options: dict) -> Bound:
     if method.traits.implicit and not method.traits.explicit_when:
         scheme = dataclasses.replace(scheme, never_explicit=True)
     return Bound(target, scheme, convert)
+
+
+def _init_traced_once(scheme, state0):
+    """``scheme`` with ``init`` traced once at the shapes of ``state0`` (the state it takes) and
+    a float64 step, and ``observe`` once at the shapes of the state ``init`` returns
+    (:func:`once`); as it is if either cannot be traced alone."""
+    hs = jax.ShapeDtypeStruct((), jnp.float64)
+    try:
+        init = once(scheme.init, *_shapes_of(tuple(state0)), hs)
+        observe = once(scheme.observe, init.out_shape, hs)
+    except Exception:                  # noqa: BLE001 - traced where it is used, as before
+        return scheme
+    return dataclasses.replace(scheme, init=init, observe=observe)
 
 
 def check_options(method, system, options: dict) -> None:
@@ -160,21 +188,23 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
            view_key(system, method, state0))
 
     def make():
-        b = bind(system, method, state0, options)
+        b = bind(system, method, state0, options, trace_once=True)
 
         def start(x0s, h):
             state = b.scheme.init(*b.convert(*x0s), h)
             return state, loop.node_outputs(b.system, b.scheme.observe(state, h))
 
-        start_c = compile_lowered(jax.jit(start).lower(state0, h))
-        state_s = jax.eval_shape(start, state0, h)[0]
+        traced = jax.jit(start).trace(state0, h)
+        state_s = _shapes_of(traced.out_info[0])
+        start_c = compile_program(traced.lower())
+        b = traced_once(b, state_s, h)
         layout = []
         int32 = jax.ShapeDtypeStruct((), jnp.int32)
 
         def compiled_chunk(bound, fast):
             chunk = loop.make_chunk(bound.system, bound.scheme, loop.CHUNK_SAVES, state_s, h, layout_out=layout,
                                     fast=fast)
-            return compile_lowered(jax.jit(chunk).lower(state_s, h, int32, int32,
+            return compile_program(jax.jit(chunk).lower(state_s, h, int32, int32,
                                                         jax.ShapeDtypeStruct((), jnp.bool_)))
 
         if loop.never_fails(b.scheme, state_s, h):
@@ -186,11 +216,58 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
             except TypeError:             # not weakly referenceable: _cache keeps it strongly anyway
                 owner = (lambda s: lambda: s)(system)
             chunk_c = Rechecked(compiled_chunk(b, True),
-                                lambda: compiled_chunk(bind(owner(), method, state0, options), False))
+                                lambda: compiled_chunk(traced_once(bind(owner(), method, state0, options,
+                                                                        trace_once=True), state_s, h), False))
         else:
             chunk_c = compiled_chunk(b, False)
         return start_c, chunk_c, layout[0]
     return cached(system, key, make)
+
+
+def _shapes_of(tree):
+    """``tree`` (arrays or shape structs) as plain shape structs (shape, dtype, weak type)."""
+    return jax.tree_util.tree_map(
+        lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x), weak_type=getattr(x, "weak_type", False)),
+        tree)
+
+
+def once(fn, *specs):
+    """``fn`` traced once, at the abstract arguments ``specs`` (shape structs): returns a
+    function that evaluates that trace (its jaxpr) for arguments of the same tree structure,
+    shapes and dtypes, and calls ``fn`` itself for any other. Evaluating a jaxpr binds its
+    primitives again — the same operations, so the same compiled program — without running
+    ``fn``'s Python: a step whose metric is the Hessian of a user's kinetic energy is traced
+    through its autodiff once, not once per program and loop that contains it. A call inside
+    the engine's clock (:func:`dalembert.clock.at`: a forced system's time, which the trace did
+    not see) calls ``fn``."""
+    closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*specs)
+    leaves, in_tree = jax.tree_util.tree_flatten(specs)
+    avals = [(tuple(x.shape), jnp.dtype(x.dtype)) for x in leaves]
+    out_tree = jax.tree_util.tree_structure(out_shape)
+
+    def call(*args):
+        flat, tree = jax.tree_util.tree_flatten(args)
+        if tree != in_tree or [(tuple(jnp.shape(x)), jnp.result_type(x)) for x in flat] != avals or \
+                clock.running():       # the trace did not see this clock (a forced system's inner scheme)
+            return fn(*args)
+        return jax.tree_util.tree_unflatten(out_tree, jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat))
+    call.out_shape = _shapes_of(out_shape)
+    return call
+
+
+def traced_once(b: Bound, state_s, h) -> Bound:
+    """``b`` with its scheme's ``step`` and ``observe`` traced once (:func:`once`) at the
+    internal state's shapes ``state_s`` and step size ``h``: every program and loop of a single
+    run that steps or observes (the chunk's step loops, the explicit-step test
+    :func:`~dalembert.engine.loop.never_fails`, the node outputs, the step's energy check)
+    reuses the one trace. A scheme whose step cannot be traced alone is returned as it is."""
+    hs = jax.ShapeDtypeStruct(jnp.shape(h), jnp.result_type(h))
+    try:
+        step = once(b.scheme.step, state_s, hs)
+        observe = once(b.scheme.observe, state_s, hs)
+    except Exception:                  # noqa: BLE001 - traced where it is used, as before
+        return b
+    return b._replace(scheme=dataclasses.replace(b.scheme, step=step, observe=observe))
 
 
 class Rechecked:
@@ -280,7 +357,7 @@ def _parametrised_programs(system, made, method, options, state0, h):
             state = b.scheme.init(*b.convert(*x0s), h)
             return state, loop.node_outputs(b.system, b.scheme.observe(state, h))
 
-        start_c = compile_lowered(jax.jit(start).lower(floats, state0, h))
+        start_c = compile_program(jax.jit(start).lower(floats, state0, h))
         state_s = jax.eval_shape(start, floats, state0, h)[0]
         layout = []
         int32 = jax.ShapeDtypeStruct((), jnp.int32)
@@ -290,7 +367,7 @@ def _parametrised_programs(system, made, method, options, state0, h):
                 b = bound(p)
                 return loop.make_chunk(b.system, b.scheme, loop.CHUNK_SAVES, state_s, hh, layout_out=layout,
                                        fast=fast)(state, hh, n_active, n_sub, alive)
-            return compile_lowered(jax.jit(chunk).lower(floats, state_s, h, int32, int32,
+            return compile_program(jax.jit(chunk).lower(floats, state_s, h, int32, int32,
                                                         jax.ShapeDtypeStruct((), jnp.bool_)))
 
         fast = loop.never_fails(bind(system, method, state0, options).scheme, state_s, h)

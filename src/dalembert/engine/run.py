@@ -207,7 +207,9 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
 
     Computation is in float64 (importing dalembert enables ``jax_enable_x64``). One compiled
     program per (system object, method, options, state shapes) serves every initial state, h,
-    t_final and save_every; it is kept with the system object (``dl.clear_caches()`` drops it).
+    t_final and save_every; it is kept with the system object (``dl.clear_caches()`` drops it)
+    and on disk, for later processes (:mod:`dalembert.engine.disk_cache`; the method's step is
+    traced once for all the programs that hold it).
     ``integrate`` validates its input and returns NumPy arrays, so it does not run inside
     ``jax.jit``/``vmap``/``grad``: use :func:`solve` there.
 
