@@ -34,8 +34,11 @@ Kinematics (R_a(α): rotation by α about axis a; s = (sin λ, 0, cos λ) the st
 
 Lagrangian L = T − V with T = Σ_bodies ½ m |ċ|² + ½ Ωᵀ I Ω (c the mass centre, Ω the body angular
 velocity, Ω^ = Rᵀ Ṙ, I the tensor in the reference axes) and V = −g Σ m c_z (z down). The metric
-G(q) is assembled from the Jacobians of the mass centres and of the angular velocities (forward-mode
-autodiff), G = Σ m J_cᵀ J_c + J_Ωᵀ I J_Ω. Constraints:
+G(q) is assembled from the Jacobians of the mass centres and of the angular velocities, written in
+closed form (:func:`velocity_jacobians`, :func:`angular_velocity_jacobians`; the tests check them
+against forward-mode autodiff of the positions and rotation matrices), G = Σ m J_cᵀ J_c + J_Ωᵀ I J_Ω
+(Ω = Rᵀω the body angular velocity): the library differentiates G and μ again, so an inner
+autodiff would nest one level deeper. Constraints:
 
     φ(q) = Q_z = 0                          (the front contact on the ground; fixes the pitch, k = 1)
     μ(q) v = 0: the horizontal velocity of each wheel's material contact point,
@@ -108,7 +111,8 @@ def kinematics(p, q):
     """Positions and orientations of the four bodies at q (8,), parameters p (module doc).
 
     Returns a dict of arrays (m, Meijaard's axes): "P" rear contact (3,), "C_R", "C_F" hubs, "B", "H"
-    the frame's and fork's mass centres, "Q" the front contact (3,), and the rotation matrices (3, 3)
+    the frame's and fork's mass centres, "Q" the front contact, "S" the steer axis' point, "n" the
+    rear wheel plane's downward unit vector R_z(ψ) R_x(φ) e_z (3,), and the rotation matrices (3, 3)
     "R_B", "R_H", "R_R", "R_F" (body to space).
     """
     x, y, psi, phi, theta, delta, thR, thF = (q[i] for i in range(8))
@@ -131,7 +135,7 @@ def kinematics(p, q):
     a = R_H[:, 1]
     d = jnp.array([0.0, 0.0, 1.0]) - a[2] * a
     Q = C_F + rF * d / jnp.sqrt(jnp.sum(d * d))
-    return {"P": P, "C_R": C_R, "C_F": C_F, "Q": Q,
+    return {"P": P, "C_R": C_R, "C_F": C_F, "Q": Q, "S": S, "n": YL[:, 2],
             "B": frame(jnp.stack([p["xB"], 0.0, p["zB"]])), "H": fork(jnp.stack([p["xH"], 0.0, p["zH"]])),
             "R_B": R_B, "R_H": R_H, "R_R": R_B @ _ry(thR), "R_F": R_H @ _ry(thF)}
 
@@ -170,9 +174,25 @@ def angular_velocity_jacobians(p, q, k=None):
     return {b: jnp.stack(c, axis=1) for b, c in cols.items()}
 
 
-def _centres(p, q):
-    k = kinematics(p, q)
-    return jnp.stack([k[c] for c in _CENTRES])
+def velocity_jacobians(p, q, k=None, Jw=None):
+    """{point: J (3, 8)}: the velocity ṗ = J(q) q̇ of the mass centres "C_R", "B", "H", "C_F" (and of
+    the steer axis' point "S"), in closed form: the rear hub C_R = P − r_R n moves with
+    ṅ = (ψ̇ e_z + φ̇ R_z(ψ) e_x) × n; a point p of a body moves with its body point o as ȯ + ω × (p − o)
+    (frame: o = C_R; fork: o = S). ``k``, ``Jw``: kinematics and angular-velocity Jacobians at q if
+    already computed."""
+    k = kinematics(p, q) if k is None else k
+    Jw = angular_velocity_jacobians(p, q, k) if Jw is None else Jw
+    n = k["n"]
+    z = jnp.zeros(3)
+    a1 = jnp.stack([jnp.cos(q[YAW]), jnp.sin(q[YAW]), 0.0 * q[YAW]])
+    cols = [jnp.array([1.0, 0.0, 0.0]), jnp.array([0.0, 1.0, 0.0]),
+            -p["rR"] * jnp.cross(jnp.array([0.0, 0.0, 1.0]), n), -p["rR"] * jnp.cross(a1, n), z, z, z, z]
+    J = {"C_R": jnp.stack(cols, axis=1)}
+    J["B"] = J["C_R"] - _skew(k["B"] - k["C_R"]) @ Jw["rear frame"]
+    J["S"] = J["C_R"] - _skew(k["S"] - k["C_R"]) @ Jw["rear frame"]
+    J["H"] = J["S"] - _skew(k["H"] - k["S"]) @ Jw["fork"]
+    J["C_F"] = J["S"] - _skew(k["C_F"] - k["S"]) @ Jw["fork"]
+    return J
 
 
 def _system(p) -> NonholonomicSystem:
@@ -181,8 +201,8 @@ def _system(p) -> NonholonomicSystem:
 
     def jacobians(q):
         k = kinematics(p, q)
-        Jc = jax.jacfwd(lambda x: _centres(p, x))(q)          # (4, 3, 8)
-        return k, {c: Jc[i] for i, c in enumerate(_CENTRES)}, angular_velocity_jacobians(p, q, k)
+        Jw = angular_velocity_jacobians(p, q, k)
+        return k, velocity_jacobians(p, q, k, Jw), Jw
 
     def mass_matrix(q):
         k, Jc, Jw = jacobians(q)
@@ -194,20 +214,30 @@ def _system(p) -> NonholonomicSystem:
 
     def potential(q):
         masses = jnp.stack([p["mR"], p["mB"], p["mH"], p["mF"]])         # in the order of _CENTRES
-        return -p["g"] * jnp.sum(masses * _centres(p, q)[:, 2])
+        k = kinematics(p, q)
+        return -p["g"] * jnp.sum(masses * jnp.stack([k[c][2] for c in _CENTRES]))
+
+    def contact_velocities(q):
+        """(3, 8) each: the velocity of each wheel's material point at its contact, ċ_W + ω_W × (contact − c_W)."""
+        k, Jc, Jw = jacobians(q)
+        return [Jc[hub] - _skew(k[contact] - k[hub]) @ Jw[wheel]
+                for hub, wheel, contact in (("C_R", "rear wheel", "P"), ("C_F", "front wheel", "Q"))]
 
     def constraint_matrix(q):
-        k, Jc, Jw = jacobians(q)
-        rows = []
-        for hub, wheel, contact in (("C_R", "rear wheel", "P"), ("C_F", "front wheel", "Q")):
-            rows.append((Jc[hub] - _skew(k[contact] - k[hub]) @ Jw[wheel])[:2])
-        return jnp.concatenate(rows)
+        rear, front = contact_velocities(q)
+        return jnp.concatenate([rear[:2], front[:2]])
 
     def front_contact_height(q):
         return kinematics(p, q)["Q"][2:3]
 
+    def front_contact_height_jacobian(q):
+        # the contact point slides along the rim's tangent at its lowest point, which is horizontal:
+        # dQ_z/dt is the vertical velocity of the wheel's material point there
+        return contact_velocities(q)[1][2:3]
+
     return NonholonomicSystem(mass_matrix=mass_matrix, potential=potential, constraint_matrix=constraint_matrix,
                               holonomic_constraints=front_contact_height,
+                              holonomic_jacobian=front_contact_height_jacobian,
                               independent_coordinates=INDEPENDENT_COORDINATES, independent_speeds=INDEPENDENT_SPEEDS,
                               coordinate_names=COORDINATES, units=UNITS, name="whipple-bicycle")
 
