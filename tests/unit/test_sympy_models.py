@@ -146,7 +146,9 @@ def _particle():
     ("nonlinear", "not linear in the velocities"),
     ("holonomic", "holonomic"),
     ("free", "symbols without values in the Lagrangian: c"),
-    ("time", "depends on time"),
+    ("time", "kinetic energy .* depends on time explicitly"),
+    ("time-mu", "constraints' matrix .* depends on time explicitly"),
+    ("time-phi", "configuration constraint depends on time explicitly"),
     ("gyroscopic", "linear in q̇"),
     ("not-quadratic", "not mechanical"),
 ])
@@ -160,13 +162,93 @@ def test_bad_models_get_errors_that_say_what_to_do(case, match):
     elif case == "free":
         L = T - sm.Symbol("c") * z
     elif case == "time":
-        L = T - sm.sin(t) * z
+        L = T * (2 + sm.sin(t))                     # a metric G(t): not V(q, t)
+    elif case == "time-mu":
+        cons = [z.diff(t) - sm.cos(t) * x.diff(t)]  # μ(t): only ν(q, t) may hold t
+    elif case == "time-phi":
+        L, cons = T, [z.diff(t) - y * x.diff(t), x - sm.sin(t)]
     elif case == "gyroscopic":
         L = T + y * x.diff(t)
     elif case == "not-quadratic":
         L = T + x.diff(t) ** 4
     with pytest.raises(dl.InputError, match=match):
-        dl.from_sympy(lagrangian=L, coordinates=[x, y, z], constraints=cons, values=values)
+        if case == "time-phi":
+            dl.from_sympy(lagrangian=L, coordinates=[x, y, z], constraints=cons[:1], holonomic_constraints=cons[1:])
+        else:
+            dl.from_sympy(lagrangian=L, coordinates=[x, y, z], constraints=cons, values=values)
+
+
+# --- explicit time: V(q, t) and ν(q, t) --------------------------------------------------------
+
+#: the knife edge's mass and inertia, the moving well (stiffness, radius, rate) and the belt's
+#: speed law u(t) = U sin(Ω t)
+_SKATE = {"m": 1.3, "J": 0.3, "k": 2.0, "A": 0.5, "w": 1.3, "U": 0.7, "W": 2.0}
+
+
+def skate_with_time(case):
+    """A knife edge (skate) on the plane, coordinates (x, y, θ), in one of two time-dependent
+    settings written with SymPy: ``"well"`` — a LagrangesMethod with the harmonic well
+    V = ½k|r − c(t)|², c(t) = A (cos wt, sin wt), in L (t = dynamicsymbols._t) and the blade's
+    constraint −sin θ ẋ + cos θ ẏ = 0; ``"belt"`` — a System (u = q̇) on a belt moving along x at
+    u(t) = U sin Wt: the blade does not slip relative to the belt, −sin θ (ẋ − u(t)) + cos θ ẏ = 0
+    (ν(q, t) = −sin θ u(t)), in the fixed well ½k|r|² as the body's potential_energy."""
+    x, y, th = me.dynamicsymbols("x y theta")
+    t = me.dynamicsymbols._t
+    m, J, k, A, w, U, W = sm.symbols("m J k A w U W", positive=True)
+    N = me.ReferenceFrame("N")
+    B = N.orientnew("B", "Axis", [th, N.z])
+    O = me.Point("O")
+    O.set_vel(N, 0)
+    C = O.locatenew("C", x * N.x + y * N.y)
+    C.set_vel(N, C.pos_from(O).dt(N))
+    body = me.RigidBody("skate", C, B, m, (me.inertia(B, 0, 0, J), C))
+    blade = C.vel(N).dot(B.y)
+    if case == "well":
+        body.potential_energy = k * ((x - A * sm.cos(w * t)) ** 2 + (y - A * sm.sin(w * t)) ** 2) / 2
+        return me.LagrangesMethod(me.Lagrangian(N, body), [x, y, th], nonhol_coneqs=[blade], frame=N)
+    body.potential_energy = k * (x ** 2 + y ** 2) / 2
+    system = me.System(N, O)
+    system.add_coordinates(x, y, th)
+    system.add_speeds(*[c.diff(t) for c in (x, y, th)])
+    system.add_bodies(body)
+    system.add_nonholonomic_constraints(blade + sm.sin(th) * U * sm.sin(W * t))
+    return system
+
+
+def skate_by_hand(case):
+    """The same knife edge as a NonholonomicSystem written by hand with V(q, t) or ν(q, t)."""
+    p = _SKATE
+    G = np.diag([p["m"], p["m"], p["J"]])
+
+    def mu(q):
+        return jnp.array([[-jnp.sin(q[2]), jnp.cos(q[2]), 0.0]])
+    if case == "well":
+        def well(q, t):
+            c = p["A"] * jnp.array([jnp.cos(p["w"] * t), jnp.sin(p["w"] * t)])
+            return 0.5 * p["k"] * jnp.sum((q[:2] - c) ** 2)
+        return dl.NonholonomicSystem(G, well, mu)
+    return dl.NonholonomicSystem(G, lambda q: 0.5 * p["k"] * (q[0] ** 2 + q[1] ** 2), mu,
+                                 lambda q, t: jnp.array([-jnp.sin(q[2]) * p["U"] * jnp.sin(p["W"] * t)]))
+
+
+@pytest.mark.parametrize("case", ["well", "belt"])
+def test_explicit_time_in_the_potential_and_the_constraints(case):
+    """A moving well V(q, t) (LagrangesMethod) and a belt ν(q, t) (System) are compiled as
+    V(q, t) / ν(q, t): the import declares explicit time, and its index-1 accelerations equal the
+    hand-written system's at random (q, v, t) to 1e-13 relative (measured 0: the same
+    floating-point operations). Negative
+    control: at t + 0.5 the accelerations differ by more than 0.05 (the time dependence is real)."""
+    s = dl.from_sympy(skate_with_time(case), values=_SKATE)
+    hand = skate_by_hand(case)
+    assert s.explicit_time and hand.explicit_time
+    rng = np.random.default_rng(21)
+    worst = 0.0
+    for _ in range(4):
+        q, v, t = rng.uniform(-1.5, 1.5, 3), rng.uniform(-2, 2, 3), rng.uniform(0, 10)
+        a_ref = _dalembert_accelerations(hand, q, v, t)
+        worst = max(worst, float(np.max(np.abs(_dalembert_accelerations(s, q, v, t) - a_ref)) / np.max(np.abs(a_ref))))
+        assert np.max(np.abs(_dalembert_accelerations(hand, q, v, t + 0.5) - a_ref)) > 0.05
+    assert worst <= 1e-13, worst
 
 
 
@@ -1073,3 +1155,4 @@ def test_system_actuators_are_loads():
     s = dl.from_sympy(system, values=values)
     q, v = jnp.array([0.3, -0.2, 0.7]), jnp.array([0.4, -0.1, 1.3])
     np.testing.assert_allclose(np.asarray(s.force(q, v)), [0.0, 0.0, -c * 1.3], rtol=0, atol=1e-15)
+
