@@ -127,8 +127,8 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         constraint) or does not contain q̇ (pass it as holonomic_constraints=); a configuration
         constraint with velocities; a Lagrangian that is not mechanical (not quadratic in q̇, or
         with terms linear in q̇); symbols without values (named); explicit time in the metric, in
-        the constraints' matrix μ or in a configuration constraint; generalised speeds that the kinematic differential equations do not give as
-        linear functions of q̇; a load that is not a Force, Torque or (point | frame, vector)
+        the constraints' matrix μ or in a configuration constraint; generalised speeds that the
+        kinematic differential equations do not give as linear functions of q̇; a load that is not a Force, Torque or (point | frame, vector)
         tuple, on a point or frame that is not the model's, or with functions of time that are
         not coordinates or controls; a control that no load uses; a body whose potential_energy is
         not its uniform loads' potential; built-in rolling or speeds without coordinates that cannot be
@@ -200,7 +200,8 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         if c.free_symbols & set(vsym):
             raise InputError(f"dl.from_sympy: configuration constraint {i} ({_short(c)}) involves the "
                              f"velocities; give φ(q) = 0 (a constraint μ(q) q̇ = ν(q) goes in constraints=)")
-    mu, nu = _linear_constraints([plain(c, "constraint", explicit_t=True) for c in parts["constraints"]], vsym, sympy)
+    mu, nu = _linear_constraints([plain(c, "constraint", explicit_t=True) for c in parts["constraints"]], vsym,
+                                 sympy)
     if mu.has(t):
         _refuse_time("constraints' matrix μ (the coefficients of q̇)", mu)
     Phi = sympy.Matrix(phi).jacobian(list(qsym)) if phi else sympy.zeros(0, n)
