@@ -1,10 +1,11 @@
 """Models from SymPy mechanics: :func:`from_sympy` turns a mechanical Lagrangian, linear velocity
 constraints and configuration constraints written with ``sympy.physics.mechanics`` into a
 :class:`~dalembert.systems.NonholonomicSystem` — the metric G(q), the potential V(q), the
-constraint covectors μ(q) and, for affine constraints, ν(q), the configuration constraints φ(q)
-and their Jacobian Φ(q), and the generalized force f(q, q̇, t) of the loads — compiled by
-``sympy.lambdify(..., modules="jax", cse=True)``. Kane's or Lagrange's solved equations of motion
-are not used: the integrators need the structure (L, the constraints and the loads), not the ODE.
+constraint covectors μ(q) and, for affine constraints, ν(q) (V and ν may depend explicitly on
+the time t), the configuration constraints φ(q) and their Jacobian Φ(q), and the generalized
+force f(q, q̇, t) of the loads — compiled by ``sympy.lambdify(..., modules="jax", cse=True)``.
+Kane's or Lagrange's solved equations of motion are not used: the integrators need the structure
+(L, the constraints and the loads), not the ODE.
 
     pip install "dalembert[sympy]"
 
@@ -67,7 +68,7 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         velocity of a contact point), added to the model's.
     holonomic_constraints : sequence of expressions φ_i(q) = 0 (configuration constraints), added
         to the model's.
-    potential : optional expression V(q) added to the model's potential.
+    potential : optional expression V(q) (or V(q, t)) added to the model's potential.
     loads : sequence of ``Force``/``Torque`` objects or (point, vector) / (frame, vector) tuples,
         added to the model's loads.
     frame : the inertial ``ReferenceFrame``; needed only for ``loads=`` without a model.
@@ -86,6 +87,11 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     functions of q (n,); with loads that are not uniform, force(q, v, t) (n,) (N for lengths, N·m
     for angles). Its attribute ``coordinate_names`` (tuple of n str) names the coordinates:
     the model's q in order, then those a completion added (below).
+
+    Explicit time. V and ν may contain the time t (``dynamicsymbols._t`` or a symbol named t
+    without a value): a moving well, a belt driven at u(t). They become ``potential(q, t)`` and
+    ``constraint_rhs(q, t)`` (t in s), and the system declares explicit time; the metric, μ and φ
+    must not depend on t.
 
     Built-in rolling (Kane models). A body's mass-centre velocity that is not the time derivative
     of its position from a point with zero velocity (``C.set_vel(N, 0)``; ``P.v2pt_theory(C, N,
@@ -120,9 +126,9 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     InputError : SymPy missing; a constraint that is not linear in q̇ (nonlinear velocity
         constraint) or does not contain q̇ (pass it as holonomic_constraints=); a configuration
         constraint with velocities; a Lagrangian that is not mechanical (not quadratic in q̇, or
-        with terms linear in q̇); symbols without values (named); explicit time dependence outside
-        the loads; generalised speeds that the kinematic differential equations do not give as
-        linear functions of q̇; a load that is not a Force, Torque or (point | frame, vector)
+        with terms linear in q̇); symbols without values (named); explicit time in the metric, in
+        the constraints' matrix μ or in a configuration constraint; generalised speeds that the
+        kinematic differential equations do not give as linear functions of q̇; a load that is not a Force, Torque or (point | frame, vector)
         tuple, on a point or frame that is not the model's, or with functions of time that are
         not coordinates or controls; a control that no load uses; a body whose potential_energy is
         not its uniform loads' potential; built-in rolling or speeds without coordinates that cannot be
@@ -147,7 +153,9 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
     usym = sympy.symbols(f"u0:{len(controls)}", real=True) if controls else ()
     to_control = dict(zip(controls, usym))
 
-    def plain(expr, what, time=False):
+    def plain(expr, what, time=False, explicit_t=False):
+        # time: a load (t and the controls allowed); explicit_t: t allowed (V(q, t), L, constraints;
+        # where t may stay — V and ν — is decided by the callers)
         e = sympy.sympify(expr).xreplace(parts["to_plain"])
         if time:                                    # (a load: its controls are symbols u_i)
             e = e.xreplace(to_control)
@@ -162,20 +170,21 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
                              f"their rates: {', '.join(undef)}; declare them as coordinates (or give the speeds' "
                              f"kinematic differential equations)"
                              + ("; an input of a load (a specified torque T(t)) goes in controls=" if time else ""))
-        if e.has(t) and not time:
-            raise InputError(f"dl.from_sympy: the {what} depends on time explicitly ({_short(e)}); only loads "
-                             f"(forces) may depend on t: make t a coordinate or write the time dependence as a load")
-        bad = e.free_symbols - known - ({t, *usym} if time else set())
+        if e.has(t) and not (time or explicit_t):
+            _refuse_time(what, e)
+        bad = e.free_symbols - known - ({t, *usym} if time else {t} if explicit_t else set())
         if bad:
             raise InputError(f"dl.from_sympy: symbols without values in the {what}: "
                              f"{', '.join(sorted(map(str, bad)))}; pass values={{symbol: number, ...}}")
         return e
 
-    V = plain(potential, "potential") if potential is not None else sympy.Integer(0)
+    V = plain(potential, "potential", explicit_t=True) if potential is not None else sympy.Integer(0)
     if V.free_symbols & set(vsym):
         raise InputError("dl.from_sympy: potential must not depend on velocities")
     if "lagrangian" in parts:
-        G, V_L = _mechanical(plain(parts["lagrangian"], "Lagrangian"), qsym, vsym, sympy)
+        G, V_L = _mechanical(plain(parts["lagrangian"], "Lagrangian", explicit_t=True), qsym, vsym, t, sympy)
+        if G.has(t):
+            _refuse_time("kinetic energy (metric G = ∂²L/∂q̇²)", G)
         kinetic = None
         V = V + V_L + plain(parts["load_potential"], "potential of the uniform loads")
     else:
@@ -183,7 +192,7 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         kinetic = [(plain(w, "kinetic energy's mass"), plain(J, "kinetic energy"), kind)
                    for w, J, kind in parts["kinetic"]]
         _check_velocities(kinetic, qsym, vsym, sympy)
-        V = V + plain(parts["potential"], "potential")
+        V = V + plain(parts["potential"], "potential", explicit_t=True)
         if V.free_symbols & set(vsym):
             raise InputError("dl.from_sympy: the bodies' potential_energy must not depend on velocities")
     phi = [plain(c, "configuration constraint") for c in parts["holonomic"]]
@@ -191,7 +200,10 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         if c.free_symbols & set(vsym):
             raise InputError(f"dl.from_sympy: configuration constraint {i} ({_short(c)}) involves the "
                              f"velocities; give φ(q) = 0 (a constraint μ(q) q̇ = ν(q) goes in constraints=)")
-    mu, nu = _linear_constraints([plain(c, "constraint") for c in parts["constraints"]], vsym, sympy)
+    mu, nu = _linear_constraints([plain(c, "constraint", explicit_t=True) for c in parts["constraints"]], vsym,
+                                 sympy)
+    if mu.has(t):
+        _refuse_time("constraints' matrix μ (the coefficients of q̇)", mu)
     Phi = sympy.Matrix(phi).jacobian(list(qsym)) if phi else sympy.zeros(0, n)
     keep = _independent_rows(Phi, mu, qsym, sympy)
     mu, nu = mu.extract(keep, list(range(n))) if keep else sympy.zeros(0, n), [nu[i] for i in keep]
@@ -216,9 +228,9 @@ def from_sympy(model: Any = None, *, lagrangian=None, coordinates=None, constrai
         mass = jnp.asarray(_constant(G), jnp.float64) if constant_G else _matrix_fn(G, qsym, sympy)
     else:
         mass = _kinetic_fn(kinetic, qsym, n, sympy)
-    rhs = _vector_fn(nu, qsym, sympy) if any(x != 0 for x in nu) else None
+    rhs = _vector_fn(nu, qsym, sympy, t) if any(x != 0 for x in nu) else None
     system = NonholonomicSystem(
-        mass_matrix=mass, potential=_scalar_fn(V, qsym, sympy), constraint_matrix=_matrix_fn(mu, qsym, sympy),
+        mass_matrix=mass, potential=_scalar_fn(V, qsym, sympy, t), constraint_matrix=_matrix_fn(mu, qsym, sympy),
         constraint_rhs=rhs, name=name,
         holonomic_constraints=_vector_fn(phi, qsym, sympy) if phi else None,
         holonomic_jacobian=_matrix_fn(Phi, qsym, sympy) if phi else None,
@@ -765,8 +777,15 @@ def _check_velocities(kinetic, qsym, vsym, sympy):
                              f"differential equations make u nonlinear in q̇); dalembert needs L = ½ q̇ᵀG(q)q̇ − V(q)")
 
 
-def _mechanical(L, qsym, vsym, sympy):
-    """(G (n, n) Matrix, V) of a mechanical Lagrangian L = ½ vᵀGv − V; refuses others."""
+def _refuse_time(what, e):
+    raise InputError(f"dl.from_sympy: the {what} depends on time explicitly ({_short(e)}); only the potential "
+                     f"V(q, t), the constraints' right-hand side ν(q, t) and the loads may depend on t: make t a "
+                     f"coordinate or write the time dependence there")
+
+
+def _mechanical(L, qsym, vsym, t, sympy):
+    """(G (n, n) Matrix, V) of a mechanical Lagrangian L = ½ vᵀGv − V (V may hold the time t);
+    refuses others."""
     grad = sympy.Matrix([L]).jacobian(list(vsym))
     G = grad.jacobian(list(vsym))
     if G.free_symbols & set(vsym):
@@ -775,9 +794,10 @@ def _mechanical(L, qsym, vsym, sympy):
     zero = dict.fromkeys(vsym, 0)
     linear = [x for x in grad.xreplace(zero) if x != 0]
     if linear:
-        f = sympy.lambdify([list(qsym)], linear, modules="numpy", cse=True)
+        f = sympy.lambdify([list(qsym), t], linear, modules="numpy", cse=True)
         rng = np.random.default_rng(3)
-        worst = max(float(np.max(np.abs(np.asarray(f(rng.uniform(-1.2, 1.2, len(qsym))), dtype=float))))
+        worst = max(float(np.max(np.abs(np.asarray(f(rng.uniform(-1.2, 1.2, len(qsym)), rng.uniform(0, 5)),
+                                                   dtype=float))))
                     for _ in range(3))
         if worst > 1e-12:
             raise InputError("dl.from_sympy: the Lagrangian has terms linear in q̇ (gyroscopic or magnetic "
@@ -855,12 +875,20 @@ def _matrix_fn(M, qsym, sympy):
     return lambda q: _stack(f(q)).reshape(rows, cols)
 
 
-def _vector_fn(v, qsym, sympy):
+def _vector_fn(v, qsym, sympy, t=None):
+    """v(q) -> (len(v),), or v(q, t) when an entry contains the time t (ν(q, t))."""
+    if t is not None and any(sympy.sympify(x).has(t) for x in v):
+        f = sympy.lambdify([list(qsym), t], list(v), modules="jax", cse=True)
+        return lambda q, t: _stack(f(q, t))
     f = _lambdify(list(v), qsym, sympy)
     return lambda q: _stack(f(q))
 
 
-def _scalar_fn(V, qsym, sympy):
+def _scalar_fn(V, qsym, sympy, t=None):
+    """V(q) -> scalar, or V(q, t) when V contains the time t."""
+    if t is not None and sympy.sympify(V).has(t):
+        f = sympy.lambdify([list(qsym), t], V, modules="jax", cse=True)
+        return lambda q, t: jnp.asarray(f(q, t), jnp.float64)
     f = _lambdify(V, qsym, sympy)
     return lambda q: jnp.asarray(f(q), jnp.float64)
 

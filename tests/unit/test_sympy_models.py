@@ -146,7 +146,9 @@ def _particle():
     ("nonlinear", "not linear in the velocities"),
     ("holonomic", "holonomic"),
     ("free", "symbols without values in the Lagrangian: c"),
-    ("time", "depends on time"),
+    ("time", "kinetic energy .* depends on time explicitly"),
+    ("time-mu", "constraints' matrix .* depends on time explicitly"),
+    ("time-phi", "configuration constraint depends on time explicitly"),
     ("gyroscopic", "linear in q̇"),
     ("not-quadratic", "not mechanical"),
 ])
@@ -160,13 +162,93 @@ def test_bad_models_get_errors_that_say_what_to_do(case, match):
     elif case == "free":
         L = T - sm.Symbol("c") * z
     elif case == "time":
-        L = T - sm.sin(t) * z
+        L = T * (2 + sm.sin(t))                     # a metric G(t): not V(q, t)
+    elif case == "time-mu":
+        cons = [z.diff(t) - sm.cos(t) * x.diff(t)]  # μ(t): only ν(q, t) may hold t
+    elif case == "time-phi":
+        L, cons = T, [z.diff(t) - y * x.diff(t), x - sm.sin(t)]
     elif case == "gyroscopic":
         L = T + y * x.diff(t)
     elif case == "not-quadratic":
         L = T + x.diff(t) ** 4
     with pytest.raises(dl.InputError, match=match):
-        dl.from_sympy(lagrangian=L, coordinates=[x, y, z], constraints=cons, values=values)
+        if case == "time-phi":
+            dl.from_sympy(lagrangian=L, coordinates=[x, y, z], constraints=cons[:1], holonomic_constraints=cons[1:])
+        else:
+            dl.from_sympy(lagrangian=L, coordinates=[x, y, z], constraints=cons, values=values)
+
+
+# --- explicit time: V(q, t) and ν(q, t) --------------------------------------------------------
+
+#: the knife edge's mass and inertia, the moving well (stiffness, radius, rate) and the belt's
+#: speed law u(t) = U sin(Ω t)
+_SKATE = {"m": 1.3, "J": 0.3, "k": 2.0, "A": 0.5, "w": 1.3, "U": 0.7, "W": 2.0}
+
+
+def skate_with_time(case):
+    """A knife edge (skate) on the plane, coordinates (x, y, θ), in one of two time-dependent
+    settings written with SymPy: ``"well"`` — a LagrangesMethod with the harmonic well
+    V = ½k|r − c(t)|², c(t) = A (cos wt, sin wt), in L (t = dynamicsymbols._t) and the blade's
+    constraint −sin θ ẋ + cos θ ẏ = 0; ``"belt"`` — a System (u = q̇) on a belt moving along x at
+    u(t) = U sin Wt: the blade does not slip relative to the belt, −sin θ (ẋ − u(t)) + cos θ ẏ = 0
+    (ν(q, t) = −sin θ u(t)), in the fixed well ½k|r|² as the body's potential_energy."""
+    x, y, th = me.dynamicsymbols("x y theta")
+    t = me.dynamicsymbols._t
+    m, J, k, A, w, U, W = sm.symbols("m J k A w U W", positive=True)
+    N = me.ReferenceFrame("N")
+    B = N.orientnew("B", "Axis", [th, N.z])
+    O = me.Point("O")
+    O.set_vel(N, 0)
+    C = O.locatenew("C", x * N.x + y * N.y)
+    C.set_vel(N, C.pos_from(O).dt(N))
+    body = me.RigidBody("skate", C, B, m, (me.inertia(B, 0, 0, J), C))
+    blade = C.vel(N).dot(B.y)
+    if case == "well":
+        body.potential_energy = k * ((x - A * sm.cos(w * t)) ** 2 + (y - A * sm.sin(w * t)) ** 2) / 2
+        return me.LagrangesMethod(me.Lagrangian(N, body), [x, y, th], nonhol_coneqs=[blade], frame=N)
+    body.potential_energy = k * (x ** 2 + y ** 2) / 2
+    system = me.System(N, O)
+    system.add_coordinates(x, y, th)
+    system.add_speeds(*[c.diff(t) for c in (x, y, th)])
+    system.add_bodies(body)
+    system.add_nonholonomic_constraints(blade + sm.sin(th) * U * sm.sin(W * t))
+    return system
+
+
+def skate_by_hand(case):
+    """The same knife edge as a NonholonomicSystem written by hand with V(q, t) or ν(q, t)."""
+    p = _SKATE
+    G = np.diag([p["m"], p["m"], p["J"]])
+
+    def mu(q):
+        return jnp.array([[-jnp.sin(q[2]), jnp.cos(q[2]), 0.0]])
+    if case == "well":
+        def well(q, t):
+            c = p["A"] * jnp.array([jnp.cos(p["w"] * t), jnp.sin(p["w"] * t)])
+            return 0.5 * p["k"] * jnp.sum((q[:2] - c) ** 2)
+        return dl.NonholonomicSystem(G, well, mu)
+    return dl.NonholonomicSystem(G, lambda q: 0.5 * p["k"] * (q[0] ** 2 + q[1] ** 2), mu,
+                                 lambda q, t: jnp.array([-jnp.sin(q[2]) * p["U"] * jnp.sin(p["W"] * t)]))
+
+
+@pytest.mark.parametrize("case", ["well", "belt"])
+def test_explicit_time_in_the_potential_and_the_constraints(case):
+    """A moving well V(q, t) (LagrangesMethod) and a belt ν(q, t) (System) are compiled as
+    V(q, t) / ν(q, t): the import declares explicit time, and its index-1 accelerations equal the
+    hand-written system's at random (q, v, t) to 1e-13 relative (measured 0: the same
+    floating-point operations). Negative
+    control: at t + 0.5 the accelerations differ by more than 0.05 (the time dependence is real)."""
+    s = dl.from_sympy(skate_with_time(case), values=_SKATE)
+    hand = skate_by_hand(case)
+    assert s.explicit_time and hand.explicit_time
+    rng = np.random.default_rng(21)
+    worst = 0.0
+    for _ in range(4):
+        q, v, t = rng.uniform(-1.5, 1.5, 3), rng.uniform(-2, 2, 3), rng.uniform(0, 10)
+        a_ref = _dalembert_accelerations(hand, q, v, t)
+        worst = max(worst, float(np.max(np.abs(_dalembert_accelerations(s, q, v, t) - a_ref)) / np.max(np.abs(a_ref))))
+        assert np.max(np.abs(_dalembert_accelerations(hand, q, v, t + 0.5) - a_ref)) > 0.05
+    assert worst <= 1e-13, worst
 
 
 
@@ -1073,3 +1155,159 @@ def test_system_actuators_are_loads():
     s = dl.from_sympy(system, values=values)
     q, v = jnp.array([0.3, -0.2, 0.7]), jnp.array([0.4, -0.1, 1.3])
     np.testing.assert_allclose(np.asarray(s.force(q, v)), [0.0, 0.0, -c * 1.3], rtol=0, atol=1e-15)
+
+
+# --- the imported Whipple bicycle equals the built-in whipple-bicycle ---------------------------
+
+#: SymPy's bicycle (test_kane3: x forward, z up, y to the left; the import's coordinates q1 yaw about
+#: N.z, q2 roll about the yaw frame's x, q5 steer about the frame's x — the steer axis, pointing
+#: forward and down —, q4 pitch about the roll frame's y, the rear contact WR_cont_x, WR_cont_y and
+#: the wheel angles about the left-pointing axles) to the built-in model's (x, y, yaw, roll, pitch,
+#: steer, rear_wheel, front_wheel) in Meijaard's axes (x forward, y right, z down): the change of
+#: axes is the half turn about x, so angles about x (roll) and about the steer axis (the same
+#: physical axis) keep their sign, angles about y and z (pitch, yaw, the wheels) and the y
+#: coordinate change it.
+_BIKE_ORDER = [4, 5, 0, 1, 3, 2, 6, 7]
+_BIKE_SIGN = np.array([1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0, -1.0])
+
+
+def _sympy_to_builtin(q, sign=_BIKE_SIGN):
+    return jnp.asarray(sign) * q[jnp.asarray(_BIKE_ORDER)]
+
+
+def _moore_to_builtin(q):
+    """PyDy's bicycle (Moore's axes: x forward, y right, z down, as Meijaard's; coordinates q3 yaw,
+    q4 roll, q7 steer, q5 pitch of the frame whose z axis is the steer axis — λ upright —, the rear
+    contact dn_x, dn_y, the wheel angles about the right-pointing axles) to the built-in model's."""
+    return jnp.stack([q[4], q[5], q[0], q[1], q[3] - np.pi / 10, q[2], q[6], q[7]])
+
+
+def _bicycle_configurations(system, count, rng, pitch0=0.0):
+    """Random configurations of an imported bicycle on φ = 0: the first three angles (yaw, roll,
+    steer; |·| ≤ 0.6 rad), the rear contact (|·| ≤ 2 m) and the wheel angles (|·| ≤ 3 rad) at random,
+    the pitch (coordinate 3) solved for from `pitch0` by Newton's method on the front contact's
+    height (to round-off)."""
+    height = jax.jit(lambda q: (system.holonomic(q)[0], system.holonomic_jacobian(q)[0, 3]))
+    out = []
+    for _ in range(count):
+        q = np.concatenate([rng.uniform(-0.6, 0.6, 4), rng.uniform(-2, 2, 2), rng.uniform(-3, 3, 2)])
+        q[3] = pitch0
+        for _ in range(30):
+            f, d = height(jnp.asarray(q))
+            q[3] -= float(f) / float(d)
+        out.append(q)
+    return out
+
+
+def _check_bicycle_equals_builtin(system, count, seed, to_builtin=_sympy_to_builtin, pitch0=0.0):
+    """compare_models of the import against the built-in model at `count` configurations on φ = 0
+    (coordinates mapped by `to_builtin`): metric and potential gradient (relative), potential up to
+    a constant (relative to |V|), the rolling rows' row spaces (sine of the largest principal
+    angle), and the configuration constraint — the built-in φ vanishes at the import's
+    configurations (m) and the two Φ rows are parallel. Returns the measured values."""
+    builtin = dl.models.get("whipple-bicycle").system
+    qs = _bicycle_configurations(system, count, np.random.default_rng(seed), pitch0)
+    out = _pydy_rattleback_module().compare_models(system, builtin, to_builtin, qs)
+    scale = max(abs(float(builtin.potential(to_builtin(jnp.asarray(q))))) for q in qs)
+    out["potential"] /= scale
+    out["holonomic"] = out["holonomic_jacobian"] = 0.0
+    for q in qs:
+        qb = to_builtin(jnp.asarray(q))
+        out["holonomic"] = max(out["holonomic"], abs(float(builtin.holonomic(qb)[0])))
+        a = np.asarray(system.holonomic_jacobian(jnp.asarray(q)))[0]
+        b = np.asarray(builtin.holonomic_jacobian(qb) @ jax.jacfwd(to_builtin)(jnp.asarray(q)))[0]
+        a, b = a / np.linalg.norm(a), b / np.linalg.norm(b)
+        out["holonomic_jacobian"] = max(out["holonomic_jacobian"], float(np.linalg.norm(a - np.sign(a @ b) * b)))
+    return out
+
+
+def test_sympy_whipple_bicycle_equals_the_builtin_model(bicycle):
+    """SymPy's Whipple bicycle (test_kane3, imported and completed by from_sympy) is the built-in
+    ``whipple-bicycle`` (written independently in JAX in Meijaard's axes), with the coordinates
+    mapped as above, at 3 random configurations on the constraint: metric, potential gradient,
+    potential (up to a constant), the rolling rows' row space, φ and the direction of Φ agree to
+    1e-12 (measured: metric 1.9e-15, gradient 4.8e-15, potential 2.9e-16, rolling rows 4.0e-15,
+    |φ| 2.8e-15 m, Φ 1.9e-15). Negative control: with the steer's sign flipped the metric differs
+    by more than 1e-3. CPU time 6.7 s (mostly the built-in model's first evaluations) besides the
+    module's bicycle fixture (3.0 s)."""
+    got = _check_bicycle_equals_builtin(bicycle, 3, 5)
+    assert max(got.values()) <= 1e-12, got
+    q = _bicycle_configurations(bicycle, 1, np.random.default_rng(6))
+    flipped = _BIKE_SIGN * np.array([1, 1, 1, 1, 1, -1, 1, 1])
+    wrong = _pydy_rattleback_module().compare_models(
+        bicycle, dl.models.get("whipple-bicycle").system, lambda x: _sympy_to_builtin(x, flipped), q)
+    assert wrong["metric"] > 1e-3, wrong
+
+
+@pytest.mark.full
+def test_sympy_whipple_bicycle_with_gravity_loads_equals_the_builtin_model():
+    """The same comparison for test_kane3's bicycle as it stands — Kane's equations formed with the
+    gravity loads (kanes_equations(BL, FL)), which from_sympy turns into the potential — at 10
+    configurations: all to 1e-12 (measured: metric 1.9e-15, gradient 5.0e-15, potential 7.2e-16,
+    rolling rows 4.2e-15, |φ| 3.1e-15 m — test_kane3's geometry is evaluated to 15 digits —, Φ
+    2.0e-15)."""
+    km, values, _ = whipple_bicycle(loads=True)
+    got = _check_bicycle_equals_builtin(dl.from_sympy(km, values=values), 10, 8)
+    assert max(got.values()) <= 1e-12, got
+
+
+def _pydy_bicycle_module():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "data" / "pydy_bicycle.py"
+    spec = importlib.util.spec_from_file_location("pydy_bicycle", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.full
+def test_pydy_carvallo_whipple_bicycle_equals_the_builtin_model():
+    """PyDy's Carvallo–Whipple example (tests/data/pydy_bicycle.py: Moore's formulation with the
+    benchmark converted to his parameters, gravity loads and three specified torques, built-in
+    rolling from the rear contact) through from_sympy — completed to n = 8, k = 1, m = 4, the torques
+    as controls — equals the built-in model at 10 configurations on φ = 0, to 1e-12 (measured:
+    metric 8.3e-16, gradient 7.3e-16, potential 4.3e-16, rolling rows 1.6e-15, |φ| 2.8e-16 m, Φ
+    5.3e-16). In the full suite: building PyDy's model and importing it take 3.5–3.7 s CPU."""
+    system = _pydy_bicycle_module().import_bicycle()
+    assert system.coordinate_names == ("q3", "q4", "q7", "q5", "dn_x", "dn_y", "angle_u6", "angle_u8")
+    assert np.asarray(system.rolling_matrix(jnp.zeros(8))).shape == (4, 8)
+    got = _check_bicycle_equals_builtin(system, 10, 9, _moore_to_builtin, np.pi / 10)
+    assert max(got.values()) <= 1e-12, got
+
+
+@pytest.mark.full
+def test_pydy_carvallo_whipple_bicycle_accelerations_equal_pydys():
+    """The PyDy bicycle's import, its three torques as controls, against PyDy's own Kane equations
+    (mass_matrix_full ẋ = forcing_full, x = (q, u), evaluated numerically): at 4 random states on
+    the constraints (φ = 0; roll, steer and rear-wheel rates random, the other rates from (Φ; μ))
+    with random torques, dalembert's index-1 accelerations are PyDy's u̇ to 1e-12 relative (measured
+    2.1e-14). The lambdify of PyDy's equations takes 6 s CPU."""
+    kane, values, torques = _pydy_bicycle_module().pydy_bicycle()
+    system = dl.from_sympy(kane, values=values, controls=torques)
+    q, u, tsym = list(kane.q), list(kane.u), sm.symbols("T0:3")
+    subs = {x: values[x.name] for x in kane.mass_matrix_full.free_symbols | kane.forcing_full.free_symbols
+            if x.name in values}
+    subs.update(dict(zip(torques, tsym)))
+    M = sm.lambdify([q, u, tsym], kane.mass_matrix_full.xreplace(subs), "numpy", cse=True)
+    F = sm.lambdify([q, u, tsym], kane.forcing_full.xreplace(subs), "numpy", cse=True)
+
+    @jax.jit
+    def acceleration(q, v, torque):
+        with dl.clock.at(0.0, 0):
+            return system.with_controls(lambda t: torque).acceleration(q, v)
+    rng = np.random.default_rng(3)
+    ind, dep = [1, 2, 6], [0, 3, 4, 5, 7]                      # roll, steer, rear wheel; the others
+    worst = 0.0
+    for x in _bicycle_configurations(system, 4, rng, np.pi / 10):
+        torque = rng.uniform(-2, 2, 3)
+        C = np.asarray(system.constraint_matrix(jnp.asarray(x)))
+        v = np.zeros(8)
+        v[ind] = rng.uniform(-2, 2, 3)
+        v[dep] = np.linalg.solve(C[:, dep], -C[:, ind] @ v[ind])
+        a = np.asarray(acceleration(jnp.asarray(x), jnp.asarray(v), jnp.asarray(torque)))
+        # PyDy's order: q = (q3, q4, q7, q5), u = (u4, u6, u7, u3, u5, u8)
+        order = [1, 6, 2, 0, 3, 7]
+        ref = np.linalg.solve(M(x[:4], v[order], torque), np.asarray(F(x[:4], v[order], torque), float).ravel())[4:]
+        worst = max(worst, float(np.max(np.abs(a[order] - ref)) / np.max(np.abs(ref))))
+    assert worst <= 1e-12, worst
