@@ -246,9 +246,11 @@ def pitch_on_ground(system, q, iterations: int = 30):
     """q (8,) with its pitch replaced by the one that puts the front contact on the ground, φ(q) = 0
     (Newton on the pitch from the given one; NumPy in, NumPy out). Raises InputError when it does
     not converge (no contact near the given pitch: the bicycle lies on the ground)."""
+    from .._cache import cached
     from ..errors import InputError
     q = np.array(q, dtype=float)
-    f = jax.jit(lambda x: (system.holonomic(x)[0], system.holonomic_jacobian(x)[0, PITCH]))
+    f = cached(system, "pitch Newton", lambda: jax.jit(
+        lambda x: (system.holonomic(x)[0], system.holonomic_jacobian(x)[0, PITCH])))
     for _ in range(iterations):
         r, d = (float(a) for a in f(jnp.asarray(q)))
         if abs(r) <= 1e-15:
@@ -270,18 +272,18 @@ def upright_state(speed, roll_rate=0.0, steer=0.0, steer_rate=0.0, *, params=Non
     ``dl.models.get("whipple-bicycle", **params)``.
     """
     from . import get
-    system = get("whipple-bicycle", **(params or {})).system
+    return _upright(get("whipple-bicycle", **(params or {})).system, speed, roll_rate, steer, steer_rate)
+
+
+def _upright(system, speed, roll_rate, steer, steer_rate):
+    from .._cache import cached
     q = np.zeros(8)
     q[STEER] = float(steer)
     q = pitch_on_ground(system, q)
-    C = np.asarray(jax.jit(system.constraint_matrix)(jnp.asarray(q)))       # (5, 8): Φ, then μ
-    A = np.zeros((8, 8))
-    b = np.zeros(8)
-    A[:5] = C
-    A[5, ROLL], b[5] = 1.0, float(roll_rate)
-    A[6, STEER], b[6] = 1.0, float(steer_rate)
-    A[7, X], b[7] = 1.0, float(speed)           # yaw 0: the rear contact's forward velocity
-    return q, np.linalg.solve(A, b)
+    C = np.asarray(cached(system, "constraint matrix", lambda: jax.jit(system.constraint_matrix))(jnp.asarray(q)))
+    A = np.vstack([C, np.eye(8)[[ROLL, STEER, X]]])           # (Φ; μ) (5 rows), then the given speeds
+    b = np.array([0.0] * C.shape[0] + [float(roll_rate), float(steer_rate), float(speed)])
+    return q, np.linalg.solve(A, b)                           # (yaw 0: ẋ is the forward velocity)
 
 
 def lateral_matrix(system, speed):
@@ -289,8 +291,8 @@ def lateral_matrix(system, speed):
     steer rate), about upright straight running at the rear-hub speed ``speed`` (m/s): by
     forward-mode autodiff of the system's index-1 equations (``system.acceleration``) along a
     map z -> (q, v) onto the constraints, exact to first order (the pitch along the tangent of
-    φ = 0; the other speeds from the constraints at constant forward speed). At first order the forward speed
-    and the ignorable coordinates (x, y, yaw, wheel angles) decouple, so A is the matrix of
+    φ = 0; the other speeds from the constraints at constant forward speed). At first order the
+    forward speed and the ignorable coordinates (x, y, yaw, wheel angles) decouple, so A is the matrix of
     Meijaard et al. 2007 eqs (A20)–(A24): [[0, 1], [−M⁻¹(g K0 + v² K2), −M⁻¹ v C1]]. Compiled once
     per system (the speed is an argument)."""
     from .._cache import cached
@@ -315,10 +317,7 @@ def _lateral_field(system, z, speed):
 
 def _build(p):
     system = _system(p)
-    q0 = pitch_on_ground(system, np.zeros(8))
-    C = np.asarray(jax.jit(system.constraint_matrix)(jnp.asarray(q0)))
-    A = np.vstack([C, np.eye(8)[[ROLL, STEER, X]]])
-    v0 = np.linalg.solve(A, np.concatenate([np.zeros(5), [0.5, 0.0, 4.6]]))
+    q0, v0 = _upright(system, 4.6, 0.5, 0.0, 0.0)
     return Model("whipple-bicycle", p, system, q0, v0, COORDINATES, SOURCE, path=(X, Y),
                  invariants={"energy": system.energy}, default_method="nh-rattle-sym", default_h=2e-3,
                  default_t_final=2.0, convergence_methods=("nh-rattle-sym", "nh-rattle-4"),
