@@ -4,7 +4,7 @@
   of a bicycle: a benchmark and review", Proc. R. Soc. A 463 (2007) 1955–1982: the eigenvalues of
   the linearised lateral motion about upright straight running, Table 2 (v = 0 … 10 m/s), the weave
   and capsize speeds of Table 2(a), and the coefficient matrices M, C1, K0, K2 of eq. (A20)–(A24)
-  (printed to 14 digits in §5) — against the linearisation of the model's own nonlinear index-1
+  (printed for the benchmark to 14 digits) — against the linearisation of the model's own nonlinear index-1
   equations by forward-mode autodiff (:func:`dalembert.models.whipple_bicycle.lateral_matrix`).
 * Basu-Mandal, Chatterjee & Papadopoulos, "Hands-free circular motions of a benchmark bicycle",
   Proc. R. Soc. A 463 (2007) 1983–2003, Table 1: the accelerations of the nonlinear equations at a
@@ -42,7 +42,7 @@ TABLE2 = {
 }
 #: Table 2(a): the weave and capsize speeds (m/s)
 WEAVE_SPEED, CAPSIZE_SPEED = 4.29238253634111, 6.02426201538837
-#: §5 (eq. (A20)–(A24) evaluated for the benchmark): M q̈ + v C1 q̇ + (g K0 + v² K2) q = 0, q = (φ, δ)
+#: the paper's coefficient matrices for the benchmark (eqs (A20)–(A24) evaluated, printed to 14 digits): M q̈ + v C1 q̇ + (g K0 + v² K2) q = 0, q = (φ, δ)
 M_PUB = np.array([[80.81722, 2.31941332208709], [2.31941332208709, 0.29784188199686]])
 C1_PUB = np.array([[0.0, 33.86641391492494], [-0.85035641456978, 1.68540397397560]])
 K0_PUB = np.array([[-80.95, -2.59951685249872], [-2.59951685249872, -0.80329488458618]])
@@ -236,7 +236,7 @@ def meijaard2007(quick, out):
         rel = float(np.max(np.abs(ours[k] - pub[k])) / np.max(np.abs(pub[k])))
         data[f"{k} relative error"] = rel
         checks.append(check_below(f"{k} (from the model's A at v = 0 and 1 m/s) vs Meijaard's matrices: max relative "
-                                  f"difference", rel, 1e-12, "Meijaard et al. 2007, §5 (A20)–(A24)"))
+                                  f"difference", rel, 1e-12, "Meijaard et al. 2007, eqs (A20)–(A24), benchmark values"))
 
     fig, ax = plt.subplots(figsize=(6, 4))
     speeds = np.linspace(0.0, 10.0, 101)
