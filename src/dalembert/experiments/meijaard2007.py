@@ -247,7 +247,7 @@ def meijaard2007(quick, out):
         ax.plot([s] * 4, np.real(lams), "o", mfc="none", color="C3", ms=5)
     ax.axvline(weave, color="C0", lw=0.8)
     ax.axvline(capsize, color="C0", lw=0.8)
-    ax.set(xlabel="forward speed v (m/s)", ylabel="eigenvalue Re λ (black), |Im λ| (grey) (1/s)", ylim=(-10, 10),
+    ax.set(xlabel="forward speed v [m/s]", ylabel="eigenvalue: Re λ (black), |Im λ| (grey) [1/s]", ylim=(-10, 10),
            title="whipple-bicycle linearised: ours (dots), Meijaard Table 2 (circles)")
     files.append(save_figure(fig, out / "eigenvalues.png"))
 
@@ -299,7 +299,7 @@ def meijaard2007(quick, out):
         checks.append(check_below(f"{label}: max rolling residual |C v| (m/s)",
                                   float(np.max(np.abs(tr.constraint_residual))), 1e-10))
         ax.plot(t, roll, lw=1)
-        ax.set(xlabel="t (s)", ylabel="roll φ (rad)", title=f"v = {speed:g} m/s")
+        ax.set(xlabel="t [s]", ylabel="roll φ [rad]", title=f"v = {speed:g} m/s")
     files.append(save_figure(fig, out / "roll.png"))
     return checks, files, data, notes
 
