@@ -246,9 +246,11 @@ def pitch_on_ground(system, q, iterations: int = 30):
     """q (8,) with its pitch replaced by the one that puts the front contact on the ground, φ(q) = 0
     (Newton on the pitch from the given one; NumPy in, NumPy out). Raises InputError when it does
     not converge (no contact near the given pitch: the bicycle lies on the ground)."""
+    from .._cache import cached
     from ..errors import InputError
     q = np.array(q, dtype=float)
-    f = jax.jit(lambda x: (system.holonomic(x)[0], system.holonomic_jacobian(x)[0, PITCH]))
+    f = cached(system, "pitch Newton", lambda: jax.jit(
+        lambda x: (system.holonomic(x)[0], system.holonomic_jacobian(x)[0, PITCH])))
     for _ in range(iterations):
         r, d = (float(a) for a in f(jnp.asarray(q)))
         if abs(r) <= 1e-15:
@@ -270,27 +272,27 @@ def upright_state(speed, roll_rate=0.0, steer=0.0, steer_rate=0.0, *, params=Non
     ``dl.models.get("whipple-bicycle", **params)``.
     """
     from . import get
-    system = get("whipple-bicycle", **(params or {})).system
+    return _upright(get("whipple-bicycle", **(params or {})).system, speed, roll_rate, steer, steer_rate)
+
+
+def _upright(system, speed, roll_rate, steer, steer_rate):
+    from .._cache import cached
     q = np.zeros(8)
     q[STEER] = float(steer)
     q = pitch_on_ground(system, q)
-    C = np.asarray(jax.jit(system.constraint_matrix)(jnp.asarray(q)))       # (5, 8): Φ, then μ
-    A = np.zeros((8, 8))
-    b = np.zeros(8)
-    A[:5] = C
-    A[5, ROLL], b[5] = 1.0, float(roll_rate)
-    A[6, STEER], b[6] = 1.0, float(steer_rate)
-    A[7, X], b[7] = 1.0, float(speed)           # yaw 0: the rear contact's forward velocity
-    return q, np.linalg.solve(A, b)
+    C = np.asarray(cached(system, "constraint matrix", lambda: jax.jit(system.constraint_matrix))(jnp.asarray(q)))
+    A = np.vstack([C, np.eye(8)[[ROLL, STEER, X]]])           # (Φ; μ) (5 rows), then the given speeds
+    b = np.array([0.0] * C.shape[0] + [float(roll_rate), float(steer_rate), float(speed)])
+    return q, np.linalg.solve(A, b)                           # (yaw 0: ẋ is the forward velocity)
 
 
 def lateral_matrix(system, speed):
     """The 4 × 4 matrix A of the linearised lateral motion ż = A z, z = (roll, steer, roll rate,
     steer rate), about upright straight running at the rear-hub speed ``speed`` (m/s): by
-    forward-mode autodiff of the system's index-1 equations (``system.acceleration``) along the
-    map z -> (q, v) that puts the pitch on φ = 0 (Newton, differentiated through) and solves the
-    constraints for the other speeds at constant forward speed. At first order the forward speed
-    and the ignorable coordinates (x, y, yaw, wheel angles) decouple, so A is the matrix of
+    forward-mode autodiff of the system's index-1 equations (``system.acceleration``) along a
+    map z -> (q, v) onto the constraints, exact to first order (the pitch along the tangent of
+    φ = 0; the other speeds from the constraints at constant forward speed). At first order the
+    forward speed and the ignorable coordinates (x, y, yaw, wheel angles) decouple, so A is the matrix of
     Meijaard et al. 2007 eqs (A20)–(A24): [[0, 1], [−M⁻¹(g K0 + v² K2), −M⁻¹ v C1]]. Compiled once
     per system (the speed is an argument)."""
     from .._cache import cached
@@ -299,10 +301,13 @@ def lateral_matrix(system, speed):
 
 
 def _lateral_field(system, z, speed):
-    """ż of the reduced lateral state z = (roll, steer, roll rate, steer rate) (:func:`lateral_matrix`)."""
-    q = jnp.zeros(8).at[ROLL].set(z[0]).at[STEER].set(z[1])
-    for _ in range(4):                       # the pitch: Newton on φ (0 and flat at z = 0)
-        q = q.at[PITCH].add(-system.holonomic(q)[0] / system.holonomic_jacobian(q)[0, PITCH])
+    """ż of the reduced lateral state z = (roll, steer, roll rate, steer rate) (:func:`lateral_matrix`),
+    exact to first order about z = 0 (all its Jacobian needs): the configuration moves along the
+    tangent of φ = 0 (the pitch by Φ dq = 0, Φ at the upright configuration), the speeds solve the
+    constraints at constant forward speed."""
+    q0 = jnp.zeros(8)
+    Phi = system.holonomic_jacobian(q0)[0]
+    q = q0.at[ROLL].set(z[0]).at[STEER].set(z[1]).at[PITCH].set(-(Phi[ROLL] * z[0] + Phi[STEER] * z[1]) / Phi[PITCH])
     C = system.constraint_matrix(q)
     rows = jnp.concatenate([C, jnp.eye(8)[jnp.array([ROLL, STEER])], jnp.eye(8)[X][None]])
     v = jnp.linalg.solve(rows, jnp.concatenate([jnp.zeros(C.shape[0]), z[2:], jnp.stack([speed])]))
@@ -312,13 +317,10 @@ def _lateral_field(system, z, speed):
 
 def _build(p):
     system = _system(p)
-    q0 = pitch_on_ground(system, np.zeros(8))
-    C = np.asarray(jax.jit(system.constraint_matrix)(jnp.asarray(q0)))
-    A = np.vstack([C, np.eye(8)[[ROLL, STEER, X]]])
-    v0 = np.linalg.solve(A, np.concatenate([np.zeros(5), [0.5, 0.0, 4.6]]))
+    q0, v0 = _upright(system, 4.6, 0.5, 0.0, 0.0)
     return Model("whipple-bicycle", p, system, q0, v0, COORDINATES, SOURCE, path=(X, Y),
-                 invariants={"energy": system.energy}, default_method="nh-rattle-sym", default_h=1e-3,
-                 default_t_final=5.0, convergence_methods=("nh-rattle-sym", "nh-rattle-4"),
+                 invariants={"energy": system.energy}, default_method="nh-rattle-sym", default_h=2e-3,
+                 default_t_final=2.0, convergence_methods=("nh-rattle-sym", "nh-rattle-4"),
                  notes="The Whipple–Carvallo bicycle with Meijaard et al.'s (2007) benchmark parameters; default "
                        "data the IFToMM manoeuvre M2 (4.6 m/s, roll rate 0.5 rad/s). Coordinates in Meijaard's "
                        "axes (x forward, y right, z down). Default method nh-rattle-sym (the conservative "
