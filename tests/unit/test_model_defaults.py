@@ -17,6 +17,7 @@ COMPARE_UNTIL = 50.0
 MEASURED = {
     "chaotic-quartic": (2.4e-16, 2.61e-07, 9.49e-06),
     "chaplygin-sleigh": (8.61e-14, 1.76e-11, 8.57e-13),
+    "eulers-disk": (8.35e-12, 2.48e-08, 5.15e-05),
     "gearbox": (1.14e-16, 6.96e-03, 4.19e-04),
     "nonholonomic-particle": (1.11e-16, 1.25e-04, 8.67e-05),
     "p1-linear": (5.55e-17, 3.47e-05, 3.24e-05),

@@ -167,6 +167,9 @@ def _at_times(system, traj, t, out_t, degree, names, md):
         a = getattr(traj, k, None)
         if a is not None and np.ndim(a) == 2:
             out[k] = at(a)
+    work = traj.extra.get("work")          # a forced run's work (N+1,): interpolated like the state
+    if work is not None:
+        out["work"] = at(work)
     obs = {k: jnp.asarray(v) for k, v in out.items()}
     diag = jax.jit(jax.vmap(system.diagnostics))(obs)
     out.update({k: np.asarray(v) for k, v in diag.items() if k not in out})

@@ -7,3 +7,4 @@ __all__ = ["Check", "Experiment", "ExperimentResult", "available", "experiment",
 from . import ferraro2008  # noqa: F401,E402  (momentum and energy preserving GNI, Ferraro et al. 2008)
 from . import celledoni2019  # noqa: F401,E402  (energy-preserving DG integrators, Celledoni et al. 2019)
 from . import meijaard2007  # noqa: F401,E402  (the Whipple bicycle benchmark, Meijaard et al. 2007; Basu-Mandal et al. 2007)
+from . import eulers_disk  # noqa: F401,E402  (Euler's disk: relative equilibrium, Moffatt 2000)

@@ -45,9 +45,11 @@ SOURCE = ("The rolling disc of SymPy's mechanics examples (Kane & Levinson, Dyna
           "Applications, 1985); Neimark & Fufaev, Dynamics of Nonholonomic Systems, 1972, Ch. III")
 
 
-def _system(p) -> NonholonomicSystem:
-    """The disk's system from parameters {m, r, g} (traceable in them). G(q) and μ(q) in closed
-    form (module doc): with s1, c1 of ψ and s2 of ϑ,
+def _system(p, force=None, name: str = "tilting-disk") -> NonholonomicSystem:
+    """The disk's system from parameters {m, r, g} (traceable in them), with an optional
+    generalized force ``force(q, v, t)`` (5,) (Euler's disk's air layer,
+    :mod:`~dalembert.models.eulers_disk`). G(q) and μ(q) in closed form (module doc): with s1, c1
+    of ψ and s2 of ϑ,
 
         G = m r² [[(1 + 5 s2²)/4, 0, s2/2], [0, 5/4, 0], [s2/2, 0, 1/2]] in (ψ, ϑ, φ),
         G[(ψ, ϑ), (x, y)] = m r [[s2 c1, s2 s1], [c2 s1, −c2 c1]], G[(x, y), (x, y)] = m 1,
@@ -73,7 +75,7 @@ def _system(p) -> NonholonomicSystem:
         return jnp.stack([jnp.stack([z, z, -r * c1, 1.0 + z, z]), jnp.stack([z, z, -r * s1, z, 1.0 + z])])
 
     return NonholonomicSystem(mass_matrix=mass_matrix, potential=lambda q: m * g * r * jnp.cos(q[1]),
-                              constraint_matrix=constraint_matrix, name="tilting-disk")
+                              constraint_matrix=constraint_matrix, name=name, force=force)
 
 
 def group_system(p):
