@@ -292,7 +292,7 @@ def _build(p):
     q0, v0 = initial_state(system, p)
     return Model("rattleback", p, system, q0, v0, NAMES, SOURCE, path=(3, 4), reference=_reference(p),
                  invariants={"energy": system.energy} if p["friction"] == 0 else {},
-                 default_method="nh-rattle-sym", default_h=0.002, default_t_final=5.0,
+                 default_method="nh-rattle-sym", default_h=0.001, default_t_final=5.0,
                  convergence_methods=("nh-rattle-sym", "nh-rattle-4"),
                  notes="Kane & Levinson's (1982) rattleback as in PyDy's example: spun with body "
                        "ω₃ = −5 rad/s it reverses its spin; friction=1e-4 adds PyDy's torque −σω. "
