@@ -89,6 +89,9 @@ MODEL_SETTINGS = {
     "p2-affine": (0.05, 4.0),
     # the disk spins at 6 rad/s: h = 0.1 is pre-asymptotic
     "tilting-disk": (0.02, 1.0), "tilting-disk-so3": (0.02, 1.0), "tilting-disk-centre": (0.02, 1.0),
+    # the rattleback pitches at ~10² rad/s: nh-rattle-sym's q errors at T = 0.1 are 1.3e-3, 3.2e-4
+    # for h = 5e-4, 2.5e-4 (order 2.07); at h = 1e-3 still pre-asymptotic (2.19)
+    "rattleback": (0.0005, 0.1),
 }
 DEFAULT_SETTINGS = (0.1, 1.0)
 

@@ -33,6 +33,8 @@ MEASURED = {
     "sleigh-pendulum": (8.32e-14, 2.85e-04, 1.22e-04),
     "vertical-rolling-disk": (1.93e-16, 7.95e-08, 1.63e-05),
     "whipple-bicycle": (7.03e-13, 2.65e-07, 2.58e-06),
+    # nh-rattle-sym at h = 0.001 to t = 5 across the spin reversal (the pitch mode at ~10² rad/s)
+    "rattleback": (5.33e-14, 9.97e-03, 2.58e-01),
 }
 #: models whose default run is checked in the full suite only: the bicycle's first compile of its
 #: default method and its DOP853 reference took 566 s and 179 s at load average 15–25 (2 cores)

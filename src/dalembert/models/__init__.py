@@ -16,3 +16,4 @@ from . import tilting_disk_centre  # noqa: E402,F401  (the tilting disk in centr
 from . import sleigh_pendulum  # noqa: E402,F401  (a sleigh carrying a pendulum, the rod as φ(q) = 0)
 from . import whipple_bicycle  # noqa: E402,F401  (the Whipple–Carvallo bicycle, Meijaard et al. 2007 benchmark)
 from . import eulers_disk  # noqa: E402,F401  (Euler's disk: the relative equilibrium, Moffatt's air layer)
+from . import rattleback  # noqa: E402,F401  (Kane & Levinson's rattleback, PyDy's example)
