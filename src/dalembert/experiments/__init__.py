@@ -6,3 +6,4 @@ from . import jimenez_scheurle  # noqa: F401,E402  (Suslov problem, Jiménez–S
 __all__ = ["Check", "Experiment", "ExperimentResult", "available", "experiment", "get", "run"]
 from . import ferraro2008  # noqa: F401,E402  (momentum and energy preserving GNI, Ferraro et al. 2008)
 from . import celledoni2019  # noqa: F401,E402  (energy-preserving DG integrators, Celledoni et al. 2019)
+from . import iftomm_bicycle  # noqa: F401,E402  (IFToMM uncontrolled bicycle: manoeuvres M1–M3 and the energy-efficiency test)
