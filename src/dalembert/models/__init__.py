@@ -14,3 +14,4 @@ from . import rolling_ball  # noqa: E402,F401  (Chaplygin sphere on a turning ta
 from . import tilting_disk  # noqa: E402,F401  (Euler's disk: a rolling disk free to tilt)
 from . import tilting_disk_centre  # noqa: E402,F401  (the tilting disk in centre coordinates, height as φ(q) = 0)
 from . import sleigh_pendulum  # noqa: E402,F401  (a sleigh carrying a pendulum, the rod as φ(q) = 0)
+from . import whipple_bicycle  # noqa: E402,F401  (the Whipple–Carvallo bicycle, Meijaard et al. 2007 benchmark)
