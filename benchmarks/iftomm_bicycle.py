@@ -53,7 +53,7 @@ def _dalembert_worker(model, cache):
         try:
             if method not in compiled:                 # first call: the compile, timed on the wall clock
                 w = time.perf_counter()
-                X.timed_run(bike, method, h, 0.1)
+                X.timed_run(bike, method, h, 4 * h)
                 compiled[method] = time.perf_counter() - w
             tr, cpu = X.timed_run(bike, method, h, T_FINAL)
             out = {"metric": X.energy_metric(tr.energy), "cpu_s": cpu,
