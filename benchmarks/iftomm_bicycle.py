@@ -224,7 +224,7 @@ def main(argv=None):
             continue
         cpu = [o["cpu_s"] for o in outs]
         o = outs[-1]
-        name = job.get("method", {"exudyn": "TrapezoidalIndex2", "pydy": "DOP853 (Cython)"}[kind])
+        name = job.get("method") or {"exudyn": "TrapezoidalIndex2", "pydy": "DOP853 (Cython)"}[kind]
         dense = f"{o['metric_dense']:>9.1e}" if "metric_dense" in o else f"{'':>9s}"
         table.append(f"{kind:10s} {name:18s} {job.get('h', job.get('rtol')):>9g} {o['metric']:>10.2e} {dense} "
                      f"{min(cpu):>8.3f} {statistics.median(cpu):>8.3f} {max(cpu):>8.3f} {o['drift']:>11.1e} "
