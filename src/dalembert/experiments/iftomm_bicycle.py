@@ -15,8 +15,9 @@ parameters of Meijaard, Papadopoulos, Ruina & Schwab, Proc. R. Soc. A 463 (2007)
 The peers (Exudyn 1.13.6, PyDy/SymPy with SciPy's DOP853) are run on the same machine by
 benchmarks/iftomm_bicycle.py (docs/benchmarks.md has the interleaved table); the checks here hold
 the targets that need no peer: the energy-conserving method (gonzalez-f with ``node_projection``)
-at round-off, a symplectic method (nh-rattle-sym) below 1e-5 %, both well under the pass mark, and
-the constraints at round-off.
+at round-off at h = 0.04, the symplectic nh-rattle-sym under the pass mark at h = 0.01 (and below
+1e-5 % at h = 0.001 in the full version), and the constraints at round-off. The quick version is
+not run in CI (``quick_in_ci=False``): the first compile of a step on this model takes minutes.
 """
 from __future__ import annotations
 
@@ -169,23 +170,29 @@ def iftomm(quick, out, bike=None):
     # --- the efficiency test ----------------------------------------------------------------------
     T = 20.0
     if quick:
-        ladder = {ENERGY_METHOD[0]: (0.02,), SYMPLECTIC_METHOD[0]: (0.02,)}
+        ladder = {ENERGY_METHOD[0]: (0.04,), SYMPLECTIC_METHOD[0]: (0.01,)}
     else:
         hs = (0.04, 0.02, 0.01, 0.005, 0.0025)
         q0, v0 = bike.upright_state(*MANEUVERS["M2"])
         ladder = {m: hs for m in methods_for(bike.system, (q0, v0)) if m != "reference"}
+        # the symplectic method's error is O(h²): 6.6e-4 % at h = 0.01 puts 1e-5 % near h = 1.2e-3
+        ladder[SYMPLECTIC_METHOD[0]] = hs + (0.001,)
     rows = [ladder_row(bike, m, h, T) for m, hs in ladder.items() for h in hs]
     data["efficiency"] = {"t_final": T, "maneuver": "M2", "rows": rows, "pass_mark_percent": PASS_MARK}
     ok = [x for x in rows if "error" not in x]
-    for name, bound, why in ((ENERGY_METHOD[0], 1e-10, "energy-conserving: round-off (issue target ≤ 1e-10 %)"),
-                             (SYMPLECTIC_METHOD[0], 1e-5, "symplectic: bounded energy error (target < 1e-5 %)")):
+    targets = [(ENERGY_METHOD[0], 1e-10, "energy-conserving: round-off (target ≤ 1e-10 %)"),
+               (SYMPLECTIC_METHOD[0], PASS_MARK, "symplectic: the benchmark's pass mark (< 1e-3 %)")]
+    if not quick:
+        targets.append((SYMPLECTIC_METHOD[0], 1e-5, "symplectic: bounded energy error (target < 1e-5 %)"))
+    for name, bound, why in targets:
         mine = [x for x in ok if x["method"] == name]
         best = min(mine, key=lambda x: x["cpu_s"] if x["metric"] <= bound else np.inf, default=None)
         if best is None:
             checks.append(Check(f"{name} runs 20 s of M2", "runs", "failed", False, why))
             continue
-        checks.append(check_below(f"{name}: energy metric (%) over 20 s of M2 at h = {best['h']} "
-                                  f"(CPU {best['cpu_s']:.3f} s)", best["metric"], bound, why))
+        checks.append(check_below(f"{name}: energy metric (%) over 20 s of M2, the cheapest run below "
+                                  f"{bound:g} % (h = {best['h']}, CPU {best['cpu_s']:.3f} s)", best["metric"], bound,
+                                  why))
     for x in ok:
         if x["method"] in (ENERGY_METHOD[0], SYMPLECTIC_METHOD[0]):
             checks.append(check_below(f"{x['method']} h = {x['h']}: max |φ| (m) over 20 s", x["phi"], 1e-12,
