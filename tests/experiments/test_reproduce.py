@@ -15,7 +15,8 @@ def unformatted(text):
     return PLACEHOLDER.findall(text or "")
 
 
-@pytest.mark.parametrize("exp_id", sorted(ex.available()))
+@pytest.mark.parametrize("exp_id", [e if ex.get(e).quick_in_ci else pytest.param(e, marks=pytest.mark.full)
+                                    for e in sorted(ex.available())])
 def test_quick_experiment_checks_pass(exp_id, tmp_path):
     r = ex.run(ex.get(exp_id), quick=True, out=tmp_path)
     assert r.checks, "an experiment must state checks"

@@ -91,15 +91,20 @@ class Experiment:
     paper: str
     description: str
     func: Callable  # (quick, out_dir) -> (checks, figures, data, notes)
+    #: False when even the quick version outlasts the CI budget (tests/experiments/test_reproduce.py
+    #: then runs it in the full suite only), e.g. a model whose first compile takes minutes
+    quick_in_ci: bool = True
 
 
 _REGISTRY: dict[str, Experiment] = {}
 
 
-def experiment(id: str, title: str, paper: str, description: str = ""):
-    """Decorator registering ``func(quick: bool, out: Path) -> (checks, figures, data, notes)``."""
+def experiment(id: str, title: str, paper: str, description: str = "", quick_in_ci: bool = True):
+    """Decorator registering ``func(quick: bool, out: Path) -> (checks, figures, data, notes)``;
+    ``quick_in_ci``: see :class:`Experiment`."""
     def deco(func):
-        _REGISTRY[id] = Experiment(id, title, paper, description or (func.__doc__ or "").strip(), func)
+        _REGISTRY[id] = Experiment(id, title, paper, description or (func.__doc__ or "").strip(), func,
+                                   quick_in_ci)
         return func
     return deco
 
