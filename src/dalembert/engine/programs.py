@@ -33,7 +33,7 @@ def compile_program(lowered):
     """A program of dalembert's compiled with its compiler options
     (:func:`~dalembert.engine.xla.compile_lowered`),
     or loaded from the persistent cache of its programs (:mod:`dalembert.engine.disk_cache`)."""
-    return compile_cached(lowered, compile_lowered, compiler_options())
+    return compile_cached(lowered, compile_lowered, compiler_options(lowered))
 
 
 class Bound(NamedTuple):

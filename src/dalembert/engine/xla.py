@@ -124,9 +124,32 @@ def small_loop_option() -> dict:
     return {_EXTRA: f"{_SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"}
 
 
-def compiler_options() -> dict:
+#: Programs whose lowered text has more lines than this compile without the small-loop kernel
+#: unless ``DALEMBERT_XLA_SMALL_LOOPS=1``. One native kernel per loop makes steps 3–8× faster, but
+#: LLVM's time on one large kernel grows faster than the program: measured (CPU s, 2-core machine,
+#: load 1–3; `nh-rattle-sym`'s chunk program) the tilting disk's 7 900 lines compile in 3.2 s with
+#: and 4.2 s without, the rattleback's 27 500 lines in 78 s with and 12 s without (steps then
+#: 0.08 ms against 0.67 ms: the kernel pays for itself after ~10⁵ steps), the Whipple bicycle's
+#: first call 370 s against 53 s. A first call of minutes is the worse default; a long run of a
+#: rich model opts in with ``DALEMBERT_XLA_SMALL_LOOPS=1`` (docs/benchmarks.md, "Fast by default").
+SMALL_LOOP_MAX_LINES = 15_000
+
+
+def _too_large(lowered) -> bool:
+    """Whether a lowered program is over :data:`SMALL_LOOP_MAX_LINES` (and the kernel is not forced)."""
+    if lowered is None or os.environ.get("DALEMBERT_XLA_SMALL_LOOPS", "").strip() == "1":
+        return False
+    try:
+        return lowered.as_text().count("\n") > SMALL_LOOP_MAX_LINES
+    except Exception:  # noqa: BLE001 - a program that cannot be printed: keep the default
+        return False
+
+
+def compiler_options(lowered=None) -> dict:
     """The per-executable options in force for dalembert's programs: :data:`COMPILER_OPTIONS`
-    (empty if switched off or unknown to this jaxlib) and :func:`small_loop_option`.
+    (empty if switched off or unknown to this jaxlib) and :func:`small_loop_option` — the latter
+    left out for a ``lowered`` program over :data:`SMALL_LOOP_MAX_LINES` (its compile would take
+    minutes).
 
     Also usable for a program of one's own that calls :func:`dalembert.solve`:
     ``jax.jit(f, compiler_options=dalembert.engine.xla.compiler_options())`` compiles its loops
@@ -134,7 +157,8 @@ def compiler_options() -> dict:
     out = {}
     if os.environ.get("DALEMBERT_XLA_YNN", "").strip() != "1" and _OPTIONS_OK != [False]:
         out.update(COMPILER_OPTIONS)
-    out.update(small_loop_option())
+    if not _too_large(lowered):
+        out.update(small_loop_option())
     return out
 
 
@@ -151,7 +175,7 @@ def jit_options():
 def compile_lowered(lowered):
     """``lowered.compile()`` with :func:`compiler_options` (for dalembert's own programs only).
     A jaxlib that does not know an option compiles without them (and is remembered)."""
-    opts = compiler_options()
+    opts = compiler_options(lowered)
     if not opts:
         return lowered.compile()
     try:
