@@ -22,6 +22,7 @@ its entry. Per-step cost: the CPU time over the step count (diffrax: accepted + 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -37,7 +38,10 @@ DALEMBERT = ("nh-rattle", "nh-rattle-sym", "nh-rattle-4", "nh-rattle-sym+triple-
              "gni-midpoint-4")
 
 
+@functools.lru_cache(maxsize=None)
 def _method(name):
+    """One method object per name: dl.integrate compiles again for a new (equal) composed object,
+    which made the 2026-11-28 run's "triple-jump [integrate]" rows (365 ms) a compile per call."""
     import dalembert as dl
     if "+" in name:
         base, coef = name.split("+")
