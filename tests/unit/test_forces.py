@@ -180,3 +180,18 @@ def test_bad_forces_and_controls_are_one_line_errors(make, kw, match):
     assert "\n" not in str(err.value)
     if method == "gonzalez-r":
         assert "nh-rattle-sym" in str(err.value)
+
+
+def test_lie_group_kinds_refuse_a_force_in_one_line():
+    """The kinds without forces yet refuse ``force=`` in one line naming the generalized-coordinate
+    form (not Python's TypeError for an unknown keyword)."""
+    import numpy as np
+    from dalembert.systems.euler_poincare_suslov import EulerPoincareSuslovSystem
+    from dalembert.systems.lie_nonholonomic import LieNonholonomicSystem
+    f = lambda q, v, t: -v  # noqa: E731
+    I = np.diag([1.0, 2.0, 3.0])
+    for make in (lambda: LieNonholonomicSystem(I, np.array([[0.0, 0.0, 1.0]]), force=f),
+                 lambda: EulerPoincareSuslovSystem(I, np.array([[0.0, 0.0, 1.0]]), force=f)):
+        with pytest.raises(dl.InputError, match="NonholonomicSystem") as e:
+            make()
+        assert "\n" not in str(e.value)

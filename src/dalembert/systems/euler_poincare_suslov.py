@@ -28,7 +28,7 @@ from .. import linalg
 from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..lie import so3
-from .kind import SystemKind, checked_group, refuse_complex
+from .kind import SystemKind, checked_group, refuse_complex, refuse_force
 
 
 def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool, d: int = 3):
@@ -95,7 +95,8 @@ class EulerPoincareSuslovSystem(SystemKind):
     path_array = "omega"
 
     def __init__(self, inertia, constraint_vectors, name: str = "euler-poincare-suslov", *,
-                 allow_nonsymmetric: bool = False, group=None):
+                 allow_nonsymmetric: bool = False, group=None, force=None):
+        refuse_force(force, name)
         self.group = group = checked_group(group, name)
         self.is_so3 = group.name == "SO(3)"
         d = self.dim = group.dim
@@ -323,7 +324,8 @@ class LeftInvariantSystem(EulerPoincareSuslovSystem):
         return super().__new__(cls)
 
     def __init__(self, reduced_lagrangian, constraint_vectors, name: str = "left-invariant", *,
-                 quadratic: bool | None = None, potential=None):
+                 quadratic: bool | None = None, potential=None, force=None):
+        refuse_force(force, name)
         import jax
 
         if not callable(reduced_lagrangian):

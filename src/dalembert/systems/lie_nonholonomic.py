@@ -27,7 +27,7 @@ from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..lie import so3
 from ..declarations import NodeArray, Role
-from .kind import SystemKind, check_spd, refuse_complex
+from .kind import SystemKind, check_spd, refuse_complex, refuse_force
 
 
 def _checked_inertia(inertia, name: str) -> np.ndarray:
@@ -65,7 +65,8 @@ class LieNonholonomicSystem(SystemKind):
     #: Jiménez–Scheurle 2015 Thm 5.2(2))
     order_arrays = ("omega",)
 
-    def __init__(self, inertia, constraint_covectors, name: str = "lie-nonholonomic"):
+    def __init__(self, inertia, constraint_covectors, name: str = "lie-nonholonomic", *, force=None):
+        refuse_force(force, name)
         if linalg.traced(inertia):     # a parameter under jax.grad/vmap: shape checked only
             refuse_complex(inertia, f"{name}: inertia")
             I = jnp.asarray(inertia, jnp.float64)

@@ -43,7 +43,7 @@ from .. import linalg
 from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemDefinitionError
 from ..lie import so3
-from .kind import SystemKind, check_spd, checked_group, refuse_complex
+from .kind import SystemKind, check_spd, checked_group, refuse_complex, refuse_force
 
 _TRIVIALIZATIONS = ("left", "right")
 
@@ -134,7 +134,8 @@ class ReducedSystem(SystemKind):
 
     def __init__(self, metric, constraint_matrix, potential=None, constraint_rhs=None,
                  shape_dim=None, trivialization: str = "left", name: str = "reduced", group=None,
-                 holonomic_constraints=None):
+                 holonomic_constraints=None, force=None):
+        refuse_force(force, str(name))
         self.name = str(name)
         if holonomic_constraints is not None:
             raise InputError(f"{name}: ReducedSystem takes no configuration constraints (lie-gni, reduced-gni "
