@@ -51,6 +51,7 @@ def test_energy_is_moffatts_and_the_exact_solution_is_the_reference():
     assert np.max(np.abs(centre - centre[0])) <= 1e-14        # the centre at rest
 
 
+@pytest.mark.full
 def test_exact_solution_of_another_state_is_the_reference():
     """A state off the relative equilibrium is not given the closed form: its 'exact solution' is
     the DOP853 reference (a moving centre, a changing α)."""

@@ -3,9 +3,13 @@ tests/experiments/test_reproduce.py): the forward speed it reports and the energ
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from dalembert.experiments import iftomm_bicycle as X
 
+
+#: the bicycle's programs compile for about a minute each on 2 cores: in the full suite
+pytestmark = pytest.mark.full
 
 def test_forward_speed_is_the_rear_hubs_velocity_along_the_heading():
     """The closed form ẋ cos ψ + ẏ sin ψ − r_R ψ̇ sin φ against forward-mode autodiff of the model's

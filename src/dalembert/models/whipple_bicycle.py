@@ -271,7 +271,7 @@ def upright_state(speed, roll_rate=0.0, steer=0.0, steer_rate=0.0, *, params=Non
     0.5 rad/s). ``params``: model parameters other than the benchmark's (dict), as for
     ``dl.models.get("whipple-bicycle", **params)``.
     """
-    from . import get
+    from .base import get
     return _upright(get("whipple-bicycle", **(params or {})).system, speed, roll_rate, steer, steer_rate)
 
 
