@@ -135,8 +135,8 @@ def _fmt_array(a) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def _import_dalembert(config):
-    """dalembert from this checkout's src/, with the command line's XLA settings (small-loop
-    kernels: the gallery's runs compile and step about 1.5× faster), made once per process
+    """dalembert from this checkout's src/, with the command line's settings (the compilation
+    cache; small-loop kernels per program as everywhere, engine.xla), made once per process
     before JAX starts; one CPU device (no ensembles here)."""
     src = Path(config.config_file_path).resolve().parent / "src"
     if src.is_dir() and str(src) not in sys.path:

@@ -1060,13 +1060,11 @@ def _main(argv):
             f"dalembert: warning: {category.__name__}: {' '.join(str(message).split())}", err=True)
     try:
         from dalembert.config import backends_started
-        from dalembert.engine.xla import configure, small_loop_option
+        from dalembert.engine.xla import configure
         # the CLI opts in to the process-wide settings (when it is the process's first JAX user);
-        # the small-loop kernel only where it cannot be set per program (engine.xla: per program,
-        # a large program compiles without it instead of for minutes)
+        # the small-loop kernel stays per program where it can (engine.xla.configure)
         fresh = not backends_started()
-        configure(small_loops=fresh and not small_loop_option(), cpu_devices=fresh,
-                  compilation_cache=True)
+        configure(small_loops=None if fresh else False, cpu_devices=fresh, compilation_cache=True)
         cli.main(args=argv, prog_name="dalembert", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -297,7 +297,7 @@ def _install_extra_options_shim() -> bool:
 CONFIGURED: dict = {}
 
 
-def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
+def configure(*, small_loops: bool | None = None, cpu_devices: bool | int = True,
               compilation_cache: bool | str | os.PathLike = False) -> dict:
     """Opt in to the process-wide settings that make dalembert fastest. Call it before anything
     starts JAX (before the first computation); the command line calls it.
@@ -306,9 +306,11 @@ def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
     ----------
     small_loops : add XLA:CPU's small-loop kernel threshold to ``XLA_FLAGS``
         (:func:`request_small_loop_kernels`: each compiled loop one kernel). dalembert's own
-        programs have it without this (per executable, :func:`compile_lowered`); the process
-        flag adds a user's own ``jax.jit`` of :func:`dalembert.solve` (or pass
-        ``compiler_options=compiler_options()`` to that jit instead).
+        programs have it without this (per executable, :func:`compile_lowered`, except programs
+        over :data:`SMALL_LOOP_MAX_LINES`, whose compile would take minutes); True: the process
+        flag for every program, a user's own ``jax.jit`` of :func:`dalembert.solve` included (or
+        pass ``compiler_options=compiler_options()`` to that jit instead) and the large ones too;
+        None (default): the flag only where the per-executable option is not available.
     cpu_devices : request one JAX CPU device per thread of XLA's CPU pool (and set ``NPROC``),
         so that :func:`dalembert.ensemble` splits its members over the cores
         (:func:`request_cpu_devices`); an int: the number of cores to plan for.
@@ -333,6 +335,8 @@ def configure(*, small_loops: bool = True, cpu_devices: bool | int = True,
                       "devices cannot change any more; call it first thing (before any JAX "
                       "computation)", RuntimeWarning, stacklevel=2)
     elif not started:
+        if small_loops is None:
+            small_loops = not small_loop_option()
         if small_loops:
             out["small_loops"] = request_small_loop_kernels()
         if cpu_devices:
