@@ -33,7 +33,8 @@ def compile_program(lowered):
     """A program of dalembert's compiled with its compiler options
     (:func:`~dalembert.engine.xla.compile_lowered`),
     or loaded from the persistent cache of its programs (:mod:`dalembert.engine.disk_cache`)."""
-    return compile_cached(lowered, compile_lowered, compiler_options(lowered))
+    options = compiler_options(lowered)          # (prints the program once: its size decides)
+    return compile_cached(lowered, lambda lo: compile_lowered(lo, options), options)
 
 
 class Bound(NamedTuple):

@@ -172,10 +172,11 @@ def jit_options():
     return None
 
 
-def compile_lowered(lowered):
-    """``lowered.compile()`` with :func:`compiler_options` (for dalembert's own programs only).
-    A jaxlib that does not know an option compiles without them (and is remembered)."""
-    opts = compiler_options(lowered)
+def compile_lowered(lowered, options: dict | None = None):
+    """``lowered.compile()`` with ``options`` (default :func:`compiler_options` of the program;
+    for dalembert's own programs only). A jaxlib that does not know an option compiles without
+    them (and is remembered)."""
+    opts = compiler_options(lowered) if options is None else options
     if not opts:
         return lowered.compile()
     try:
