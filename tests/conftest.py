@@ -1,8 +1,13 @@
 """Shared test configuration: float64 on, dalembert.configure() with a compilation cache private to the run
 (shared by its pytest-xdist workers), matplotlib headless,
 and deterministic hypothesis examples under CI (CI=true) so that a run can be reproduced."""
+import importlib.util
 import os
+import signal
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 from hypothesis import settings
 
@@ -41,3 +46,45 @@ def pytest_configure(config):
     # (set by the controlling process first: its pytest-xdist workers inherit the directory)
     os.environ.setdefault("DALEMBERT_CACHE_DIR", tempfile.mkdtemp(prefix="dalembert-test-cache-"))
     dalembert.configure(small_loops=False, compilation_cache=os.environ["DALEMBERT_CACHE_DIR"])
+    start_docs_build(config)
+
+
+DOCS_TESTS = Path(__file__).resolve().parent / "docs"
+_docs_build = None
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def start_docs_build(config):
+    """In the run's controlling process only, when the run includes tests/docs and MkDocs is
+    installed: start the documentation build (tests/docs/site_build.py) in the background, into
+    the run's cache directory, so that it overlaps the other tests instead of holding one
+    pytest-xdist worker idle behind its lock (tests/docs/conftest.py waits for its result)."""
+    global _docs_build
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    if not all(_installed(m) for m in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")):
+        return
+    here = Path(config.invocation_params.dir)
+    paths = [(here / a.split("::")[0]).resolve() for a in config.args] or [here.resolve()]
+    if not any(p == DOCS_TESTS or p in DOCS_TESTS.parents or DOCS_TESTS in p.parents for p in paths):
+        return
+    root = Path(os.environ["DALEMBERT_CACHE_DIR"]) / "docs-build"
+    root.mkdir(parents=True, exist_ok=True)
+    if (root / "started").exists() or (root / "result.json").exists():
+        return
+    _docs_build = subprocess.Popen([sys.executable, str(DOCS_TESTS / "site_build.py"), str(root)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    (root / "started").write_text(str(_docs_build.pid))
+
+
+def pytest_unconfigure(config):
+    """A background docs build still running when the run ends (its tests deselected) is stopped."""
+    if _docs_build is not None and _docs_build.poll() is None:
+        os.killpg(_docs_build.pid, signal.SIGTERM)          # the wrapper and its mkdocs process
+        _docs_build.wait(timeout=30)

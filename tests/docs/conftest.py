@@ -8,7 +8,6 @@ Material or mkdocstrings is not installed (``pip install -e ".[docs]"``)."""
 import fcntl
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,36 +15,41 @@ from types import SimpleNamespace
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import site_build  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
 def docs_build(tmp_path_factory):
     """Built once per test run: the pytest-xdist workers share the site through the run's cache
-    directory (tests/conftest.py), the first to come builds it under a lock, the others read its
-    result (the build runs every model's default run for the gallery: minutes, not to be paid twice)."""
-    for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
+    directory (tests/conftest.py). The run's controlling process starts the build in the background
+    when the run includes these tests (tests/conftest.py, ``start_docs_build``), so that it overlaps
+    the other tests; a worker that needs the site waits for its result. Without that background
+    build (a run of this folder alone in one process, say), the first to come builds it under a
+    lock and the others read its result (the build runs every model's default run for the gallery:
+    minutes, not to be paid twice)."""
+    for module in site_build.MODULES:
         pytest.importorskip(module)
     shared = os.environ.get("DALEMBERT_CACHE_DIR")
     root = Path(shared) / "docs-build" if shared else tmp_path_factory.mktemp("docs-build")
     root.mkdir(parents=True, exist_ok=True)
-    site, result = root / "site", root / "result.json"
+    result = root / "result.json"
+    started = root / "started"
+    if started.exists():                              # the background build: wait for its result
+        deadline = time.monotonic() + 1500
+        while not result.exists() and time.monotonic() < deadline:
+            time.sleep(1.0)
     with open(root / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if not result.exists():
-                env = dict(os.environ, NO_MKDOCS_2_WARNING="1", MPLBACKEND="Agg",
-                           PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])))
-                t0 = time.perf_counter()
-                proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
-                                       str(REPO / "mkdocs.yml"), "-d", str(site)], cwd=REPO, env=env,
-                                      capture_output=True, text=True, timeout=1200)
-                result.write_text(json.dumps({"returncode": proc.returncode, "output": proc.stdout + proc.stderr,
-                                              "seconds": time.perf_counter() - t0}))
+                site_build.build(root)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     r = json.loads(result.read_text())
-    return SimpleNamespace(returncode=r["returncode"], output=r["output"], site=site, seconds=r["seconds"])
+    return SimpleNamespace(returncode=r["returncode"], output=r["output"], site=root / "site", seconds=r["seconds"])
 
 
 @pytest.fixture(scope="session")
