@@ -285,3 +285,34 @@ def test_compose_refuses_what_it_cannot_raise():
         dl.methods.compose("implicit-midpoint", "kahan-li-10")
     with pytest.raises(dl.InputError, match="order 2"):
         dl.methods.compose("nh-rattle-4", "suzuki-4")
+
+
+def test_equal_compositions_share_one_program(monkeypatch):
+    """Two compose() calls with the same base and coefficients give equal methods (equal hash):
+    the second run compiles nothing and equals the first bit for bit (before: a Method compared
+    by identity, so each new but equal composition compiled its start and chunk programs again).
+    Other coefficients (or another name) give another method, which compiles its own program and
+    another trajectory (the negative control)."""
+    from dalembert.engine import programs
+    compiles = [0]
+    real = programs.compile_program
+
+    def counted(lowered):
+        compiles[0] += 1
+        return real(lowered)
+    monkeypatch.setattr(programs, "compile_program", counted)
+    mdl = dl.models.get("gearbox")
+    kw = dict(h=0.1, t_final=2.0, progress=False, **mdl.initial_state)
+    a, b = (dl.methods.compose("nh-rattle-sym", "triple-jump-4") for _ in range(2))
+    assert a is not b and a == b and hash(a) == hash(b)
+    assert a != dl.methods.compose("nh-rattle-sym", "triple-jump-4", name="other")
+    first = dl.integrate(mdl.system, a, **kw)
+    assert compiles[0] >= 2                    # start and chunk (the counter counts)
+    compiles[0] = 0
+    second = dl.integrate(mdl.system, b, **kw)
+    assert compiles[0] == 0
+    for k in ("q", "v", "energy"):
+        assert np.array_equal(getattr(first, k), getattr(second, k)), k
+    other = dl.integrate(mdl.system, dl.methods.compose("nh-rattle-sym", "suzuki-4"), **kw)
+    assert compiles[0] >= 2
+    assert np.max(np.abs(other.q - first.q)) > 0.0

@@ -108,3 +108,41 @@ def test_bad_save_at_and_events_are_one_line_errors(kw, match):
     with pytest.raises(InputError, match=match) as err:
         dl.integrate(_skate(), "nh-rattle-sym", q0=Q0, v0=V0, h=0.01, t_final=10.0, progress=False, **kw)
     assert "\n" not in str(err.value)
+
+
+def test_a_terminal_event_stops_the_steps_and_changes_no_result(monkeypatch):
+    """y reaches −1.5 at t ≈ 4.51, a tenth of t_final = 45 (nh-rattle-sym, h = 0.01, 4500 steps).
+    As a terminal event the run stops stepping soon after it (before: all 4500 steps were taken,
+    then cut at the event): at most 2 × 256 steps (the pieces the run is driven in) were taken;
+    its event time, event state, last state and nodes before the event equal those of the same
+    event function found non-terminally on the whole run (bit for bit for the time and the
+    nodes, 1e-15 for the interpolated states); the whole run took every step (the control)."""
+    def y_low(t, q, v):
+        return q[1] + 1.5
+
+    def y_low_terminal(t, q, v):
+        return q[1] + 1.5
+    y_low_terminal.terminal = True
+    from dalembert.engine import loop
+    done, real = [], loop.run_chunks
+
+    def counted(*args, **kwargs):            # the nodes (= steps here) the compiled calls made
+        r = real(*args, **kwargs)
+        done.append(r.nodes_done)
+        return r
+    monkeypatch.setattr(loop, "run_chunks", counted)
+    kw = dict(q0=Q0, v0=V0, h=0.01, t_final=45.0, progress=False)
+    whole = dl.integrate(_skate(), "nh-rattle-sym", events=[y_low], **kw)
+    cut = dl.integrate(_skate(), "nh-rattle-sym", events=[y_low_terminal], **kw)
+    assert done[0] == 4500 and done[1] <= 512
+    assert whole.metadata["steps_taken"] == 4500 and cut.metadata["steps_taken"] == done[1]
+    t_event = whole.events[0]["t"][0]
+    assert 4.0 < t_event < 5.0 and cut.events[0]["t"] == [t_event] and cut.t[-1] == t_event
+    assert t_event / 0.01 <= cut.metadata["steps_taken"] <= 512
+    n = cut.t.size - 1                     # the nodes before the event
+    assert np.array_equal(cut.t[:n], whole.t[:n]) and np.array_equal(cut.q[:n], whole.q[:n])
+    assert np.array_equal(cut.v[:n], whole.v[:n])
+    for k in ("q", "v"):
+        at_event = np.asarray(whole.events[0][k][0])
+        assert np.array_equal(np.asarray(cut.events[0][k][0]), at_event), k
+        assert np.max(np.abs(getattr(cut, k)[-1] - at_event)) <= 1e-15 * max(1.0, np.max(np.abs(at_event))), k

@@ -18,23 +18,99 @@ convergence study, docs/guide/methods.md). The run keeps every node, then:
   result's ``traj.events`` lists, per event function, the times and the states there. A
   terminal event ends the trajectory at the event (its last node is the interpolated state
   there); a step that fails after a terminal event (a bicycle that has fallen) is not an error.
+  A run with a terminal event also stops stepping soon after it (:class:`TerminalStop`): it is
+  driven in pieces of about 1/:data:`STOP_PIECES` of its steps and ends after the first piece
+  that shows the crossing (and the nodes the interpolant reads beyond it), so that its event
+  times and states are those of the whole run; ``metadata["steps_taken"]`` counts the steps.
 
 Source of the event semantics: SciPy ``solve_ivp`` (``events``, ``terminal``, ``direction``);
 Hairer–Nørsett–Wanner, Solving ODEs I, §II.6 (dense output of fixed-step methods).
 """
 from __future__ import annotations
 
+import contextvars
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._cache import cached
 from ..errors import ConvergenceError, InputError
 from ..results.trajectory import trajectory
+from . import loop
 
 #: the degree of the interpolant is the method's order, clipped to this range
 MIN_DEGREE, MAX_DEGREE = 3, 8
+
+#: a run with a terminal event is driven in about this many compiled calls (of at least
+#: :data:`MIN_STOP_STEPS` steps each), so that it ends within 1/STOP_PIECES of its length after
+#: the event (the calls run one compiled program: their size is an argument of it)
+STOP_PIECES, MIN_STOP_STEPS = 32, 256
+
+_STOP: contextvars.ContextVar = contextvars.ContextVar("dalembert_terminal_stop", default=None)
+
+
+def terminal_stop():
+    """The :class:`TerminalStop` of the run that :func:`integrate_dense` starts (None for any
+    other run)."""
+    return _STOP.get()
+
+
+def crossings(vals, direction: float) -> np.ndarray:
+    """(N − 1,) bool: g changes sign between nodes j and j + 1 (a zero at node j + 1 counts, at
+    node j not), filtered by ``direction`` (> 0 rising, < 0 falling, 0 both); ``vals`` (N,)."""
+    sa, sb = vals[:-1], vals[1:]
+    cross = ((sa < 0) & (sb >= 0)) | ((sa > 0) & (sb <= 0))
+    if direction > 0:
+        cross &= sb > sa
+    elif direction < 0:
+        cross &= sb < sa
+    return cross
+
+
+class TerminalStop:
+    """Ends a run (``stop`` of :func:`dalembert.engine.loop.run_chunks`) after the compiled call
+    whose nodes show the first crossing of a terminal event (:func:`crossings`), once the
+    :attr:`MARGIN` nodes after it are computed too: the interpolant's stencil around the crossing
+    (at most :data:`MAX_DEGREE` + 1 nodes) is then the whole run's, and so are the event's time
+    and state that :func:`_locate` finds. ``events``: the terminal event functions; ``names``:
+    the node arrays of the state."""
+
+    MARGIN = MAX_DEGREE + 2
+
+    def __init__(self, events, names):
+        self.events = [(cached(g, "vmapped event", lambda g=g: jax.jit(jax.vmap(g))), float(getattr(g, "direction", 0)))
+                       for g in events]
+        self.names = names
+
+    def begin(self, nodes: dict, nodes_done: int, t0: float, h: float, n_steps: int, per_call: int) -> int:
+        """Start from the run's node arrays so far (node 0, or a resumed run's nodes;
+        ``nodes_done`` after node 0); returns the nodes per compiled call to use (at most
+        ``per_call``)."""
+        self.last = None if any(k not in nodes for k in self.names) else \
+            [np.asarray(nodes[k])[-1:] for k in self.names]
+        self.count, self.until = nodes_done + 1, None
+        self.t0, self.h, self.n_steps = t0, h, n_steps
+        return max(1, min(per_call, max(MIN_STOP_STEPS, -(-n_steps // STOP_PIECES))))
+
+    def __call__(self, chunk: dict) -> bool:
+        """After a call: its node arrays (a single run's, every step); True: end the run."""
+        n = np.shape(chunk[self.names[0]])[0] if self.names[0] in chunk else 0
+        if self.until is None and self.last is not None and n:
+            X = [np.concatenate([last, np.asarray(chunk[k])]) for last, k in zip(self.last, self.names)]
+            t = self.t0 + loop.node_times(self.h, self.n_steps, 1, self.count + n, self.count - 1)
+            for g, direction in self.events:
+                vals = np.asarray(g(jnp.asarray(t), *[jnp.asarray(x) for x in X]), float)
+                if vals.shape != t.shape:            # (refused by _locate, after the run)
+                    continue
+                hit = np.flatnonzero(crossings(vals, direction))
+                if hit.size:                         # interval (j, j + 1) of the whole run
+                    j = self.count - 1 + int(hit[0]) + self.MARGIN
+                    self.until = j if self.until is None else min(self.until, j)
+            self.last = [x[-1:] for x in X]
+        self.count += n
+        return self.until is not None and self.count - 1 >= self.until
 
 
 def check_save_at(save_at, t0: float, t_final: float) -> np.ndarray:
@@ -110,6 +186,8 @@ def integrate_dense(integrate, system, method, *, h, t_final, t0, save_every, sa
     ts = None if save_at is None else check_save_at(save_at, t0, float(t_final))
     events = check_events(events)
     names = _state_arrays(system)
+    terminal = [g for g in events if getattr(g, "terminal", False)]
+    token = _STOP.set(TerminalStop(terminal, names) if terminal else None)
     try:
         traj = integrate(system, method, h=h, t_final=t_final, t0=t0, save_every=1, progress=progress,
                          **run_kw)
@@ -118,6 +196,8 @@ def integrate_dense(integrate, system, method, *, h, t_final, t0, save_every, sa
         if not events or exc.trajectory is None:
             raise
         traj, failure = exc.trajectory, exc
+    finally:
+        _STOP.reset(token)
     arrays = {k: getattr(traj, k, None) for k in names}
     for k, a in arrays.items():
         if a is None or np.ndim(a) != 2:
@@ -132,6 +212,7 @@ def integrate_dense(integrate, system, method, *, h, t_final, t0, save_every, sa
     md = dict(traj.metadata)
     md["events"] = found
     md["dense_output_degree"] = degree
+    md["steps_taken"] = int(t.size - 1)
     if t_end is not None:
         md["terminated_at"] = t_end
         md.pop("failed", None)
@@ -188,15 +269,9 @@ def _locate(system, events, t, arrays, degree, names):
         vals = np.asarray(jax.vmap(gj)(jnp.asarray(t), *[jnp.asarray(x) for x in X]), float)
         if vals.shape != t.shape:
             raise InputError(f"events[{i}] must return a scalar; it returns shape {vals.shape[1:]}")
-        direction = float(getattr(g, "direction", 0))
-        sa, sb = vals[:-1], vals[1:]
-        cross = ((sa < 0) & (sb >= 0)) | ((sa > 0) & (sb <= 0))
-        if direction > 0:
-            cross &= sb > sa
-        elif direction < 0:
-            cross &= sb < sa
+        sb = vals[1:]
         times = []
-        for j in np.flatnonzero(cross):
+        for j in np.flatnonzero(crossings(vals, float(getattr(g, "direction", 0)))):
             if sb[j] == 0.0:
                 times.append(float(t[j + 1]))
                 continue

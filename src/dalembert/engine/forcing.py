@@ -108,17 +108,24 @@ def with_clock(scheme: Scheme, system, t0: float = 0.0, order: int = 2) -> Clock
             return empty, empty, jnp.asarray(d[WORK], jnp.float64)
         return d["q"], d["v"], None
 
+    def start_time():
+        """t0: the running clock's time where the engine's start program sets it (the run's t0
+        as an argument of the program, :func:`dalembert.engine.programs.started_at`), else the
+        ``t0`` given here."""
+        return jnp.asarray(clock.now()[0], jnp.float64) if clock.running() else t0
+
     def wrap(inner, h):
         if isinstance(inner, ClockState):
             return inner
-        k = jnp.asarray(0, jnp.int32)
-        q, v, own = node(inner, h, t0, k)
-        return ClockState(inner, k, t0, jnp.zeros((), jnp.float64) if own is None else own, q, v)
+        k, t = jnp.asarray(0, jnp.int32), start_time()
+        q, v, own = node(inner, h, t, k)
+        return ClockState(inner, k, t, jnp.zeros((), jnp.float64) if own is None else own, q, v)
 
     def init(*args):
-        with clock.at(t0, jnp.asarray(0, jnp.int32)):
+        t = start_time()
+        with clock.at(t, jnp.asarray(0, jnp.int32)):
             inner = scheme.init(*args)
-        return wrap(inner, args[-1])
+            return wrap(inner, args[-1])
 
     def step(st, h):
         with clock.at(st.t, st.k):

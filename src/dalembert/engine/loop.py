@@ -620,7 +620,7 @@ class ChunkRun(NamedTuple):
 
 def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, progress, md,
                batched, members=None, *, stop_on_failure=True, nodes_done=0, checkpoint=None,
-               checkpoint_every=None, newton=(0, 0)) -> ChunkRun:
+               checkpoint_every=None, newton=(0, 0), stop=None) -> ChunkRun:
     """Drive the compiled chunks from ``nodes_done`` saved nodes to the end of an ``n_steps`` run
     (:func:`save_plan`: full nodes ``save_every`` steps apart, then a partial last node at
     t_final), at most ``per_call`` nodes per call (:func:`nodes_per_call`); ``layout`` unpacks
@@ -638,6 +638,10 @@ def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, p
     the nodes of the complete calls. ``checkpoint(state, nodes_done, steps_done, nodes, newton,
     wall) -> path`` (single runs) is called every ``checkpoint_every`` seconds and when the run is
     interrupted.
+
+    ``stop(node arrays of the call) -> bool`` (single runs): called after each call's nodes are
+    kept; True ends the run there, as a complete one (a terminal event,
+    :class:`dalembert.engine.dense.TerminalStop`).
     """
     from . import interrupts
 
@@ -688,6 +692,8 @@ def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, p
             state, done, (it_total, it_max) = new_state, done + n_active, its
             bar.update(done, time.perf_counter() - t_run)
             if batched and not np.any(alive[keep_m]):
+                break
+            if stop is not None and stop(layout.unpack(first(outs, n_active))):
                 break
             stopped = interrupts.requested()
             if stopped:

@@ -11,6 +11,7 @@ factory and serve every value of the parameters too.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import weakref
 
@@ -182,20 +183,24 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
     nodes. For a system marked by :func:`parametrised` (and a method without a view), the programs
     take its float parameters as arguments (:func:`_parametrised_programs`).
     """
+    options, t0 = runtime_options(options)
     made = parametrisation(system)
     if made is not None and resolve(system, method) is None:
-        return _parametrised_programs(system, made, method, options, state0, h)
+        return _parametrised_programs(system, made, method, options, state0, h, t0)
     key = ("single", method, options_key(options), state_shapes(state0),
-           view_key(system, method, state0))
+           view_key(system, method, state0), t0 is not None)
 
     def make():
         b = bind(system, method, state0, options, trace_once=True)
 
-        def start(x0s, h):
-            state = b.scheme.init(*b.convert(*x0s), h)
+        def start(x0s, h, *t0_):
+            x = b.convert(*x0s)
+            with started_at(t0_):
+                state = b.scheme.init(*x, h)
             return state, loop.node_outputs(b.system, b.scheme.observe(state, h))
 
-        traced = jax.jit(start).trace(state0, h)
+        args = (state0, h) if t0 is None else (state0, h, np.float64(0.0))
+        traced = jax.jit(start).trace(*args)
         state_s = _shapes_of(traced.out_info[0])
         start_c = compile_program(traced.lower())
         b = traced_once(b, state_s, h)
@@ -222,7 +227,33 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
         else:
             chunk_c = compiled_chunk(b, False)
         return start_c, chunk_c, layout[0]
-    return cached(system, key, make)
+    start_c, chunk_c, layout = cached(system, key, make)
+    return with_start_time(start_c, t0), chunk_c, layout
+
+
+def runtime_options(options: dict) -> tuple:
+    """(``options`` without ``t0``, t0 as a float64 or None): the time of a forced or
+    time-dependent run's first node is an argument of its start program, not a constant in it,
+    so that one program (and one cache key) serves every t0."""
+    if "t0" not in options:
+        return options, None
+    return {k: v for k, v in options.items() if k != "t0"}, np.float64(options["t0"])
+
+
+def started_at(t0_: tuple):
+    """The engine's clock at the run's first node (t0, k = 0) when the start program takes t0
+    (``t0_`` = (t0,)): the clocked scheme's ``init`` starts there
+    (:func:`dalembert.engine.forcing.with_clock`); no clock for ``t0_`` = ()."""
+    if not t0_:
+        return contextlib.nullcontext()
+    return clock.at(jnp.asarray(t0_[0], jnp.float64), jnp.asarray(0, jnp.int32))
+
+
+def with_start_time(start_c, t0):
+    """The start program as ``start(x0s, h)``, with the run's t0 (None: it takes none) bound."""
+    if t0 is None:
+        return start_c
+    return lambda x0s, hh: start_c(x0s, hh, t0)
 
 
 def _shapes_of(tree):
@@ -338,13 +369,14 @@ def parametrisation(system):
         return None
 
 
-def _parametrised_programs(system, made, method, options, state0, h):
+def _parametrised_programs(system, made, method, options, state0, h, t0=None):
     """:func:`single_run_programs` of a system marked by :func:`parametrised`: ``start`` and
     ``chunk`` take the float parameters as their first argument, bound here to the system's
-    values; the compiled programs are kept with the factory."""
+    values (and ``start`` the run's t0, when not None); the compiled programs are kept with the
+    factory."""
     factory, floats, fixed = made
     key = ("single-parametrised", method, options_key(options), state_shapes(state0),
-           tuple(sorted((k, hashable(v)) for k, v in fixed.items())), tuple(floats))
+           tuple(sorted((k, hashable(v)) for k, v in fixed.items())), tuple(floats), t0 is not None)
 
     def make():
         def bound(p):
@@ -353,13 +385,16 @@ def _parametrised_programs(system, made, method, options, state0, h):
             with jax.ensure_compile_time_eval():
                 return bind(factory({**fixed, **p}), method, state0, options)
 
-        def start(p, x0s, h):
+        def start(p, x0s, h, *t0_):
             b = bound(p)
-            state = b.scheme.init(*b.convert(*x0s), h)
+            x = b.convert(*x0s)
+            with started_at(t0_):
+                state = b.scheme.init(*x, h)
             return state, loop.node_outputs(b.system, b.scheme.observe(state, h))
 
-        start_c = compile_program(jax.jit(start).lower(floats, state0, h))
-        state_s = jax.eval_shape(start, floats, state0, h)[0]
+        t_args = () if t0 is None else (np.float64(0.0),)
+        start_c = compile_program(jax.jit(start).lower(floats, state0, h, *t_args))
+        state_s = jax.eval_shape(start, floats, state0, h, *t_args)[0]
         layout = []
         int32 = jax.ShapeDtypeStruct((), jnp.int32)
 
@@ -383,7 +418,7 @@ def _parametrised_programs(system, made, method, options, state0, h):
 
     def with_params(c):
         return lambda state, hh, n_active, n_sub, alive: c(floats, state, hh, n_active, n_sub, alive)
-    start = (lambda x0s, hh: start_c(floats, x0s, hh))
+    start = (lambda x0s, hh: start_c(floats, x0s, hh, *(() if t0 is None else (t0,))))
     if make_checked is None:
         return start, with_params(chunk_c), layout
     return start, Rechecked(with_params(chunk_c), lambda: with_params(make_checked())), layout

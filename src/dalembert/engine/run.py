@@ -24,6 +24,7 @@ from ..solvers import newton_module as newton_mod
 from ..systems.kind import kind_name
 from . import loop
 from . import stream as stream_mod
+from .dense import terminal_stop
 from .programs import bind, check_options, options_key, single_run_programs, view_of
 from .xla import jit_options
 
@@ -515,11 +516,14 @@ class _Run:
             raise InputError(f"the checkpoint's node arrays {sorted(nodes.names())} are not this run's "
                              f"{sorted(layout.names)}")
         per_call = loop.nodes_per_call(loop.CHUNK_SAVES, save_every, self.chunk_steps)
+        stop = terminal_stop()                  # a run with a terminal event (engine.dense)
+        if stop is not None:
+            per_call = stop.begin(prefix, nodes_done, md.get("t0", 0.0), h, self.n_steps, per_call)
         try:
             r = loop.run_chunks(chunk, layout, state, hj, nodes, self.n_steps, per_call, save_every,
                                 self.progress, md, batched=False, nodes_done=nodes_done,
                                 checkpoint=None if self.checkpoint is None else self._write_checkpoint(prior_wall),
-                                checkpoint_every=self.checkpoint_every, newton=newton)
+                                checkpoint_every=self.checkpoint_every, newton=newton, stop=stop)
         except BaseException:
             nodes.release()            # (a streamed run's file lock with it)
             raise

@@ -25,13 +25,17 @@ from ..errors import InputError
 from .base import Method, Scheme, StepInfo, get
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=True, repr=False)
 class Composition(Method):
     """Apply ``stages = ((method, fraction), ...)`` in order within one step of size h.
 
     All stages must share the state type (e.g. all GNI). Reported node values are those of the
     first stage's ``observe``, evaluated with the mean of the first and last fractions of h
     (``observe_last``: of the last stage, with its fraction; :func:`compose`).
+
+    Compared (and hashed) by value — name, traits, stages (the same methods with the same
+    fractions), ``observe_last`` —, so that two equal compositions (two ``compose`` calls with
+    the same arguments) share the compiled programs that the engine keys by method.
     """
 
     stages: tuple = ()
