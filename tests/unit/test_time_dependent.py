@@ -220,7 +220,7 @@ def _at(t, f, *args):
 
 
 def test_solve_agrees_with_integrate_and_the_summary_reports_the_balance(tmp_path):
-    """dl.solve with t0 gives integrate's nodes and work bit for bit; the run summary (the CLI's
+    """dl.solve with t0 gives integrate's nodes, times and work; the run summary (the CLI's
     table and summary.json) shows the energy balance and the supplied work, not the energy error."""
     from dalembert.cli import _print_summary, _summary
     from dalembert.models import Model
@@ -228,6 +228,7 @@ def test_solve_agrees_with_integrate_and_the_summary_reports_the_balance(tmp_pat
     tr = dl.integrate(WELL, "nh-rattle-sym", q0=q0, v0=v0, h=0.04, t0=T0, t_final=T0 + 0.8, progress=False)
     out = dl.solve(WELL, "nh-rattle-sym", (q0, v0), 0.04, 20, t0=T0)
     assert np.array_equal(tr.q, np.asarray(out["q"])) and np.array_equal(tr.work, np.asarray(out["work"]))
+    assert np.allclose(np.asarray(out["t"]), tr.t, rtol=0, atol=1e-13) and out["t"][0] == T0   # the clock of the nodes
     mdl = Model(name="well", params={}, system=WELL, q0=q0, v0=v0, coordinates=("x", "y", "θ"), source="test")
     s = _summary(tr, mdl, 0.0, [])
     assert s["max_energy_balance_residual"] < 1e-3 and s["work"] == float(tr.work[-1]) != 0.0

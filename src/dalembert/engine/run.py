@@ -695,7 +695,7 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     Returns
     -------
     dict with the node arrays (leading axis ``n_steps // save_every + 1``: q, v, energy,
-    constraint_residual, ... as :func:`integrate` reports them), ``t`` (same leading axis),
+    constraint_residual, ... as :func:`integrate` reports them), ``t`` (same leading axis, from ``t0``),
     ``ok`` (bool scalar: every step succeeded), ``failed_step`` (int32; −1 if none) and
     ``failure_cause`` (int32: why, a key of :data:`dalembert.solvers.newton.CAUSES`; 0 if none).
 
@@ -759,7 +759,7 @@ def solve(system, method, state0, h, n_steps: int, *, save_every: int = 1, start
     (state, ok, _, failed, cause), nodes = scan_nodes(node, loop.start_carry(state), n_steps // save_every,
                                                       group)
     out = jax.tree_util.tree_map(lambda a, b_: jnp.concatenate([a[None], b_]), first, nodes)
-    out["t"] = h * save_every * jnp.arange(n_steps // save_every + 1)
+    out["t"] = options.get("t0", t0) + h * save_every * jnp.arange(n_steps // save_every + 1)
     out["ok"], out["failed_step"], out["failure_cause"] = ok, failed, cause
     return out
 
