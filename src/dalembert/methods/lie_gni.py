@@ -291,6 +291,14 @@ class SymmetricLieGNI(Method):
     spatial_momentum = R_k μ_k; lam = −(2/h)ℓ of the step that ended at t_k (an O(h²)
     approximation of λ(t_k − h/2); at t_0 the exact λ(R_0, ω_0)).
 
+    **Torques** (``force=``, a left-trivialised torque τ(R, ω, t[, u]); the forced discrete
+    Lagrange–d'Alembert principle, Marsden–West 2001 §3.2, with left-trivialised discrete forces as
+    in Lee, Leok & McClamroch 2005 and Kobilarov & Marsden 2011; trapezoidal, ours for this map):
+    f_d⁻ = (h/2)τ(R_k, 𝕀⁻¹μ_k, t_k) is added to the first equation's right-hand side and
+    f_d⁺ = (h/2)τ(R_{k+1}, 𝕀⁻¹μ_{k+1}, t_k + h) to the second's, μ_{k+1} then an unknown of Newton
+    (3 + m + 3 unknowns). Stepping back with −h still returns (R_k, μ_k) (the discrete forces change
+    sign with h and swap ends), so the map stays self-adjoint: order 2, its compositions 4 and 6.
+
     Build options: rtol, max_iter (Newton).
     """
 
@@ -300,6 +308,8 @@ class SymmetricLieGNI(Method):
         system = _as_lie_system(system, self.name)
         parts = self.discrete_lagrangian.build(system.inertia)
         dR_cay, _, dL_cay = _cayley_coordinate_parts(parts)
+        forced = getattr(system, "has_force", False)
+        m = system.m
 
         def init(R0, omega0, h=None):
             R0 = jnp.asarray(R0, jnp.float64)
@@ -309,22 +319,31 @@ class SymmetricLieGNI(Method):
         def step(state, h):
             R, mu, lam = state
             A0 = system.constraint_covectors(R)
+            f_minus = 0.5 * h * system.force(R, system.velocity(mu)) if forced else 0.0
 
-            def advance(w, ell):
+            def advance(w, ell, mu1=None):
                 R1 = so3.matmul(R, so3.cayley(w))
-                return R1, dL_cay(w, h) - linalg.vm(ell, system.constraint_covectors(R1))
+                out = dL_cay(w, h) - linalg.vm(ell, system.constraint_covectors(R1))
+                if mu1 is not None:        # + f_d⁺ at (R_{k+1}, ω_{k+1}, t_k + h)
+                    out = out + 0.5 * h * system.force(R1, system.velocity(mu1), h)
+                return R1, out
 
             def F(u):
-                w, ell = u[:3], u[3:]
-                R1, mu1 = advance(w, ell)
-                return jnp.concatenate([dR_cay(w, h) - mu + linalg.vm(ell, A0),
-                                        system.constraint_residual(R1, system.velocity(mu1))])
+                w, ell = u[:3], u[3:3 + m]
+                mu1 = u[3 + m:] if forced else None
+                R1, mu1_new = advance(w, ell, mu1)
+                out = [dR_cay(w, h) - mu - f_minus + linalg.vm(ell, A0),
+                       system.constraint_residual(R1, system.velocity(mu1_new))]
+                if forced:
+                    out.append(mu1 - mu1_new)
+                return jnp.concatenate(out)
 
             ell0 = -0.5 * h * lam
-            u0 = jnp.concatenate([h * system.velocity(mu - linalg.vm(ell0, A0)), ell0])
+            w0 = h * system.velocity(mu - linalg.vm(ell0, A0))
+            u0 = jnp.concatenate([w0, ell0] + ([mu + 2.0 * f_minus] if forced else []))
             res = newton(F, u0, rtol=rtol, max_iter=max_iter)
-            w, ell = res.x[:3], res.x[3:]
-            R1, mu1 = advance(w, ell)
+            w, ell = res.x[:3], res.x[3:3 + m]
+            R1, mu1 = advance(w, ell, res.x[3 + m:] if forced else None)
             return LieMultiplierState(R1, mu1, -(2.0 / h) * ell), StepInfo.of(res)
 
         def observe(state, h=None):
@@ -360,6 +379,13 @@ def constant_covectors(system) -> bool | None:
     return getattr(system, "constant_constraints", None)
 
 
+def _unforced_constant_covectors(system) -> bool | None:
+    """Whether the energy claim of the one-impulse map holds: constant covectors and no torque."""
+    if getattr(system, "has_force", False):
+        return False
+    return constant_covectors(system)
+
+
 def _traits(order, source, extra=()):
     return Traits(
         order=order, symmetric=True, implicit=True,
@@ -391,12 +417,13 @@ METHODS = (
             preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint A(R_k) ω_k = 0 (ω_k = 𝕀⁻¹μ_k on D*)"),
                        Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) to round-off"),
                        Claim(Invariant.ENERGY, "energy ½ωᵀ𝕀ω for constant covectors A (the Suslov case), any "
-                             "inertia (MV l_d; ours: see the class doc)", condition="constant covectors A",
-                             holds_for=constant_covectors)),
+                             "inertia (MV l_d; ours: see the class doc)",
+                             condition="constant covectors A, no torque", holds_for=_unforced_constant_covectors)),
             node_velocity="𝕀⁻¹μ_k, μ_k on D* (the node's momentum)",
             source=f"{_PAPER}; (7) with one impulse per step split equally between the nodes (our "
-                   "construction); Moser–Veselov l_d",
-            family="lie-gni-symmetric", integrates=("lie-nonholonomic",), accepts=frozenset()),
+                   "construction); Moser–Veselov l_d; torques by trapezoidal left-trivialised discrete forces",
+            family="lie-gni-symmetric", integrates=("lie-nonholonomic",),
+            accepts=frozenset({Feature.FORCES, Feature.CONTROLS})),
         description="Lie-group GNI (Moser–Veselov l_d) with one impulse per step: a self-adjoint map "
                     "on D*, the base of lie-gni-mv-4/-6.",
         discrete_lagrangian=moser_veselov),
