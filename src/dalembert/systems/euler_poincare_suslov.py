@@ -33,7 +33,8 @@ from .. import linalg
 from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..lie import so3
-from .kind import LeftTrivialisedTorque, SystemKind, checked_group, refuse_complex, refuse_force
+from .kind import SystemKind, checked_group, refuse_complex, refuse_force
+from .torque import LeftTrivialisedTorque
 
 
 def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool, d: int = 3):

@@ -32,7 +32,8 @@ from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..lie import so3
 from .. import clock
 from ..declarations import NodeArray, Role
-from .kind import LeftTrivialisedTorque, SystemKind, check_spd, refuse_complex
+from .kind import SystemKind, check_spd, refuse_complex
+from .torque import LeftTrivialisedTorque
 
 
 def _checked_inertia(inertia, name: str) -> np.ndarray:
