@@ -65,7 +65,8 @@ these schemes). The torque may depend on R, so ω and R are advanced together:
   and 6). Newton's Jacobian is then taken by autodiff. The energy balance of the step is
   E_{k+1} − E_k = ω̄·(f_d⁻ + f_d⁺).
 
-The multiplier reported is λ(R_{k+1}, ω_{k+1}) with the torque at t_{k+1}.
+The multiplier reported is λ(R_{k+1}, ω_{k+1}) with the torque at t_{k+1} (for ``dreps-*`` with
+either ``multiplier`` option; ``eps-midpoint`` with ``multiplier="discrete"`` reports μ).
 ``eps-variational`` does not take a torque (it refuses it before tracing).
 
 Cross-check (Thm 4.3 / Cor 4.4): :func:`group_deps_residual` evaluates the group-level

@@ -203,11 +203,17 @@ class EulerPoincareSuslovSystem(LeftTrivialisedTorque, SystemKind):
         return out + self.force(R, omega) if self.has_force else out
 
     def multiplier_at(self, R, omega):
-        """λ(R, ω) = −C⁻¹A𝕀⁻¹(ad*_ω(𝕀ω) + τ), (m,): :meth:`multiplier` with the torque."""
+        """λ(R, ω) = −C⁻¹A𝕀⁻¹(ad*_ω(𝕀ω) + τ), (m,): :meth:`multiplier` with the torque (without
+        one, :meth:`multiplier` itself)."""
+        if not self.has_force:
+            return self.multiplier(omega)
         return jnp.sum(self._K * self.body_torque(R, omega)[None, :], axis=-1)
 
     def omega_dot_at(self, R, omega):
-        """ω̇ = P𝕀⁻¹(ad*_ω(𝕀ω) + τ(R, ω, t)), (d,): :meth:`omega_dot` with the torque."""
+        """ω̇ = P𝕀⁻¹(ad*_ω(𝕀ω) + τ(R, ω, t)), (d,): :meth:`omega_dot` with the torque (without one,
+        :meth:`omega_dot` itself: a non-quadratic l of a LeftInvariantSystem)."""
+        if not self.has_force:
+            return self.omega_dot(omega)
         return self._mv(self._Pf, self.body_torque(R, omega))
 
     def acceleration(self, R, omega):
@@ -225,8 +231,8 @@ class EulerPoincareSuslovSystem(LeftTrivialisedTorque, SystemKind):
         return R @ self.group.hat(omega)
 
     def vector_field(self, R, omega):
-        """(Ṙ, ω̇) of the reduced-plus-reconstruction ODE."""
-        return self.reconstruction(R, omega), self.omega_dot(omega)
+        """(Ṙ, ω̇) of the reduced-plus-reconstruction ODE (with the torque at the clock's time)."""
+        return self.reconstruction(R, omega), self.omega_dot_at(R, omega)
 
     def spatial_velocity(self, R, omega):
         """Spatial angular velocity R ω (Ad_R ω off SO(3); used to compare velocities at
