@@ -28,7 +28,7 @@ and in t). The balance residual then converges at the same orders. The node ener
 T + V(q_k, t_k) and the constraint residual μ(q_k)v_k − ν(q_k, t_k): the clocked observation
 carries its node's (t_k, k) (:data:`dalembert.clock.NODE_CLOCK`) for them.
 
-Lie-group kinds (a left-trivialised torque τ(g, ξ, t), :class:`~dalembert.systems.kind.LeftTrivialisedTorque`):
+Lie-group kinds (a left-trivialised torque τ(g, ξ, t), :class:`~dalembert.systems.torque.LeftTrivialisedTorque`):
 the node arrays of the work are the kind's ``work_arrays`` (g, ξ) instead of (q, v), the power is
 P = τ·ξ, below order 4 it is summed by the trapezoidal rule h/2 (P_k + P_{k+1}) (a group has no
 displacement q_{k+1} − q_k), and the Hermite rule differentiates P along (ġ, ξ̇) = (g ξ̂, ξ̇) with the
