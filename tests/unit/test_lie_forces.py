@@ -170,16 +170,13 @@ CONTROLLED = LieNonholonomicSystem(I, A, "steered suslov", force=_controlled)
 CONTROLLED_EPS = EulerPoincareSuslovSystem(I, A, "steered suslov", force=_controlled)
 
 
-def test_controls_in_integrate_and_in_solve():
-    """A controlled torque τ = (u0, u1, 0) − σω (dreps-rk4, explicit: cheap to compile):
-    dl.integrate(controls=U) equals dl.solve(controls=U); zero controls give the damped motion
-    (the negative control: U moves it by more than 1e-2)."""
+def test_controls_in_integrate():
+    """A controlled torque τ = (u0, u1, 0) − σω (dreps-rk4, explicit: cheap to compile): zero
+    controls give the damped motion, and U moves it by more than 1e-2 (the negative control)."""
     N, h = 40, 0.05
     U = np.stack([np.sin(np.arange(N) * h), np.cos(np.arange(N) * h)], axis=1)
     kw = dict(R0=R0, omega0=W0, h=h, t_final=N * h, progress=False)
     tr = dl.integrate(CONTROLLED_EPS, "dreps-rk4", controls=U, **kw)
-    out = dl.solve(CONTROLLED_EPS, "dreps-rk4", (R0, W0), h, N, controls=U)
-    assert np.max(np.abs(tr.omega - np.asarray(out["omega"]))) < 1e-13     # two compiled programs
     zero = dl.integrate(CONTROLLED_EPS, "dreps-rk4", controls=np.zeros((N, 2)), **kw)
     damped = dl.integrate(EulerPoincareSuslovSystem(I, A, force=_damping), "dreps-rk4", **kw)
     assert np.max(np.abs(zero.omega - damped.omega)) < 1e-14 and np.max(np.abs(tr.omega - zero.omega)) > 1e-2
@@ -187,10 +184,14 @@ def test_controls_in_integrate_and_in_solve():
 
 @pytest.mark.full
 def test_gradient_with_respect_to_the_controls_against_central_differences():
-    """jax.grad of a loss of R_N through dl.solve with a traced (N, 2) control array, against central
-    differences (ε = 1e-6): ≤ 1e-6 relative."""
+    """dl.solve(controls=U) equals dl.integrate(controls=U) (lie-gni-mv-sym); jax.grad of a loss of
+    R_N through dl.solve with a traced (N, 2) control array, against central differences (ε = 1e-6):
+    ≤ 1e-6 relative."""
     N, h = 40, 0.05
     U = np.stack([np.sin(np.arange(N) * h), np.cos(np.arange(N) * h)], axis=1)
+    tr = dl.integrate(CONTROLLED, "lie-gni-mv-sym", R0=R0, omega0=W0, h=h, t_final=N * h, controls=U, progress=False)
+    out = dl.solve(CONTROLLED, "lie-gni-mv-sym", (R0, W0), h, N, controls=U)
+    assert np.max(np.abs(tr.omega - np.asarray(out["omega"]))) < 1e-13     # two compiled programs
 
     def loss(U):
         return jnp.sum(dl.solve(CONTROLLED, "lie-gni-mv-sym", (R0, W0), h, N, controls=U)["R"][-1][:, 0] ** 2)
