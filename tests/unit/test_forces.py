@@ -182,16 +182,14 @@ def test_bad_forces_and_controls_are_one_line_errors(make, kw, match):
         assert "nh-rattle-sym" in str(err.value)
 
 
-def test_lie_group_kinds_refuse_a_force_in_one_line():
-    """The kinds without forces yet refuse ``force=`` in one line naming the generalized-coordinate
-    form (not Python's TypeError for an unknown keyword)."""
+def test_the_left_invariant_form_refuses_a_force_in_one_line():
+    """A kind without forces yet (the user's reduced Lagrangian l(ω)) refuses ``force=`` in one line
+    naming the generalized-coordinate form (not Python's TypeError for an unknown keyword); the
+    Lie-group kinds with the metric 𝕀 take torques (tests/unit/test_lie_forces.py)."""
     import numpy as np
-    from dalembert.systems.euler_poincare_suslov import EulerPoincareSuslovSystem
-    from dalembert.systems.lie_nonholonomic import LieNonholonomicSystem
+    from dalembert.systems.euler_poincare_suslov import LeftInvariantSystem
     f = lambda q, v, t: -v  # noqa: E731
-    I = np.diag([1.0, 2.0, 3.0])
-    for make in (lambda: LieNonholonomicSystem(I, np.array([[0.0, 0.0, 1.0]]), force=f),
-                 lambda: EulerPoincareSuslovSystem(I, np.array([[0.0, 0.0, 1.0]]), force=f)):
-        with pytest.raises(dl.InputError, match="NonholonomicSystem") as e:
-            make()
-        assert "\n" not in str(e.value)
+    with pytest.raises(dl.InputError, match="NonholonomicSystem") as e:
+        LeftInvariantSystem(lambda w: 0.5 * jnp.sum(w * w) + 0.1 * jnp.sum(w ** 4), np.array([0.0, 0.0, 1.0]),
+                            force=f)
+    assert "\n" not in str(e.value)

@@ -28,6 +28,12 @@ and in t). The balance residual then converges at the same orders. The node ener
 T + V(q_k, t_k) and the constraint residual μ(q_k)v_k − ν(q_k, t_k): the clocked observation
 carries its node's (t_k, k) (:data:`dalembert.clock.NODE_CLOCK`) for them.
 
+Lie-group kinds (a left-trivialised torque τ(g, ξ, t), :class:`~dalembert.systems.torque.LeftTrivialisedTorque`):
+the node arrays of the work are the kind's ``work_arrays`` (g, ξ) instead of (q, v), the power is
+P = τ·ξ, below order 4 it is summed by the trapezoidal rule h/2 (P_k + P_{k+1}) (a group has no
+displacement q_{k+1} − q_k), and the Hermite rule differentiates P along (ġ, ξ̇) = (g ξ̂, ξ̇) with the
+kind's ``configuration_rate`` and ``acceleration``.
+
 A method that accounts for its own discrete work reports it as the node array ``work`` of its
 observation (the discrete-gradient methods: W_k = Σ h∇̄Hᵀ(−R∇̄H + F̄), whose balance
 E_k − E_0 − W_k is zero to round-off, McLachlan, Quispel & Robidoux 1999); the clock then
@@ -83,9 +89,11 @@ def _power_and_rate(system, q, v, dt):
     (:meth:`~dalembert.NonholonomicSystem.acceleration`), by forward-mode autodiff."""
     with clock.shifted(dt):
         a = system.acceleration(q, v)
+    rate = getattr(system, "configuration_rate", None)
+    qdot = v if rate is None else rate(q, v)
 
     def power(tau):
-        qq, vv = q + tau * v, v + tau * a
+        qq, vv = q + tau * qdot, v + tau * a
         return jnp.sum(system.force(qq, vv, dt + tau) * vv) + _supply(system, qq, vv, dt + tau)
     return jax.jvp(power, (jnp.zeros((), jnp.float64),), (jnp.ones((), jnp.float64),))
 
@@ -98,6 +106,8 @@ def with_clock(scheme: Scheme, system, t0: float = 0.0, order: int = 2) -> Clock
     displacement (second order)."""
     t0 = jnp.asarray(t0, jnp.float64)
     hermite = order >= 4
+    config, velocity = getattr(system, "work_arrays", ("q", "v"))
+    on_group = hasattr(system, "configuration_rate")      # no displacement rule on a group
 
     def node(inner, h, t, k):
         """(q, v, the method's own work or None) at a node."""
@@ -106,7 +116,7 @@ def with_clock(scheme: Scheme, system, t0: float = 0.0, order: int = 2) -> Clock
         if WORK in d:                        # the method's own discrete work: no quadrature
             empty = jnp.zeros((0,), jnp.float64)
             return empty, empty, jnp.asarray(d[WORK], jnp.float64)
-        return d["q"], d["v"], None
+        return d[config], d[velocity], None
 
     def start_time():
         """t0: the running clock's time where the engine's start program sets it (the run's t0
@@ -137,6 +147,8 @@ def with_clock(scheme: Scheme, system, t0: float = 0.0, order: int = 2) -> Clock
                 p0, r0 = _power_and_rate(system, st.q, st.v, 0.0)
                 p1, r1 = _power_and_rate(system, q1, v1, h)
                 dw = 0.5 * h * (p0 + p1) + h * h / 12.0 * (r0 - r1)
+            elif on_group:
+                dw = 0.5 * h * (jnp.sum(system.force(st.q, st.v) * st.v) + jnp.sum(system.force(q1, v1, h) * v1))
             else:
                 f0 = system.force(st.q, st.v)
                 f1 = system.force(q1, v1, h)

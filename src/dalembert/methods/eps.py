@@ -49,6 +49,26 @@ which for a = e3 is ½[q(u_{k+1}) + q(u_k)]; it is inconsistent (error → n·ω
 The node velocity ω_k is reported at t_k as in the paper (erratum E15,
 docs/theory/jimenez-scheurle2015.md#e15: it is naturally the interval-average velocity ≈ ω(t_k + h/2)).
 
+Torques (``EulerPoincareSuslovSystem(..., force=τ)``, a left-trivialised torque τ(R, ω, t[, u]);
+the forced discrete Lagrange–d'Alembert principle, Marsden–West 2001 §3.2, with left-trivialised
+discrete forces f_d^± as in Lee, Leok & McClamroch 2005 and Kobilarov & Marsden 2011; ours for
+these schemes). The torque may depend on R, so ω and R are advanced together:
+
+* ``dreps-euler``, ``dreps-rk4``: the Runge–Kutta method on (ψ, ω) with R = R_k τ(ψ),
+  ψ̇ = (dτ^L_ψ)⁻¹ω, ω̇ = P𝕀⁻¹(ad*_ω(𝕀ω) + τ(R_k τ(ψ), ω, t)) from ψ = 0 (Runge–Kutta–Munthe-Kaas
+  with the retraction τ; stage times t_k + c_i h), R_{k+1} = R_k τ(ψ_{k+1}), ω_{k+1} projected as
+  above: order p in R and ω (the ``reconstruction`` option does not apply);
+* ``eps-midpoint`` (and its compositions): the trapezoidal discrete forces f_d⁻ = (h/2)τ(R_k, ω_k, t_k),
+  f_d⁺ = (h/2)τ(R_{k+1}, ω_{k+1}, t_k + h) added to the momentum equation,
+  𝕀(ω_{k+1} − ω_k) = h ad*_ω̄(𝕀ω̄) + f_d⁻ + f_d⁺ + hAᵀμ, R_{k+1} = R_k τ(hω̄): the step with −h from
+  (R_{k+1}, ω_{k+1}) returns (R_k, ω_k), so it stays self-adjoint (order 2; its compositions 4
+  and 6). Newton's Jacobian is then taken by autodiff. The energy balance of the step is
+  E_{k+1} − E_k = ω̄·(f_d⁻ + f_d⁺).
+
+The multiplier reported is λ(R_{k+1}, ω_{k+1}) with the torque at t_{k+1} (for ``dreps-*`` with
+either ``multiplier`` option; ``eps-midpoint`` with ``multiplier="discrete"`` reports μ).
+``eps-variational`` does not take a torque (it refuses it before tracing).
+
 Cross-check (Thm 4.3 / Cor 4.4): :func:`group_deps_residual` evaluates the group-level
 discrete EPS equations (29) for l_d(W) = h l(cay⁻¹(W)/h) by autodiff.
 
@@ -63,7 +83,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .. import linalg
+from .. import clock, linalg
 from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
 from ..lie import get_retraction, so3
@@ -149,13 +169,44 @@ class DREPS(Method):
         if multiplier not in ("node", "rk4-predictor"):
             raise InputError(f"multiplier must be 'node' or 'rk4-predictor'; got {multiplier!r}")
         f = system.omega_dot
+        forced = getattr(system, "has_force", False)
 
         def init(R0, omega0, h):
             R0 = jnp.asarray(R0, jnp.float64)
             omega0 = jnp.asarray(omega0, jnp.float64)
-            return EPSState(R0, omega0, system.multiplier(omega0))
+            return EPSState(R0, omega0, system.multiplier_at(R0, omega0) if forced else system.multiplier(omega0))
+
+        def forced_step(state, h):
+            """RKMK on (ψ, ω) (module doc, "Torques")."""
+            R = state.R
+            mm = so3.matmul if getattr(system, "is_so3", True) else jnp.matmul
+
+            def rhs(y, c):
+                psi, w = y
+                with clock.shifted(c * h):
+                    return (linalg.mv(tau.dtau_left_inv(psi), w), system.omega_dot_at(mm(R, tau.tau(psi)), w))
+
+            def add(y, a, k):
+                return (y[0] + a * k[0], y[1] + a * k[1])
+            y0 = (jnp.zeros_like(state.omega), state.omega)
+            k1 = rhs(y0, 0.0)
+            if self.one_step == "euler":
+                psi, w = add(y0, h, k1)
+            else:
+                k2 = rhs(add(y0, 0.5 * h, k1), 0.5)
+                k3 = rhs(add(y0, 0.5 * h, k2), 0.5)
+                k4 = rhs(add(y0, h, k3), 1.0)
+                psi, w = y0[0], y0[1]
+                for a, k in ((1.0, k1), (2.0, k2), (2.0, k3), (1.0, k4)):
+                    psi, w = psi + (h * a / 6.0) * k[0], w + (h * a / 6.0) * k[1]
+            w1, R1 = system.project(w), mm(R, tau.tau(psi))
+            with clock.shifted(h):
+                lam = system.multiplier_at(R1, w1)
+            return EPSState(R1, w1, lam), explicit_info()
 
         def step(state, h):
+            if forced:
+                return forced_step(state, h)
             w1 = system.project(phi(f, state.omega, h))
             if multiplier == "node":
                 lam = system.multiplier(w1)
@@ -199,22 +250,32 @@ class EPSMidpoint(Method):
             raise InputError(f"multiplier must be 'node' or 'discrete'; got {multiplier!r}")
         I, A = system._I, system._A
         d = A.shape[1]
-        so3_jacobian = getattr(system, "is_so3", True)
+        forced = getattr(system, "has_force", False)
+        so3_jacobian = getattr(system, "is_so3", True) and not forced
 
         def init(R0, omega0, h):
             R0 = jnp.asarray(R0, jnp.float64)
             omega0 = jnp.asarray(omega0, jnp.float64)
-            return EPSState(R0, omega0, system.multiplier(omega0))
+            return EPSState(R0, omega0, system.multiplier_at(R0, omega0) if forced else system.multiplier(omega0))
 
         def step(state, h):
             w0 = state.omega
             Iw0 = system.momentum(w0)
+            if forced:      # f_d⁻ + f_d⁺ (module doc, "Torques")
+                f_minus = 0.5 * h * system.force(state.R, w0)
+
+                def discrete_force(w1):
+                    return f_minus + 0.5 * h * system.force(recon(state.R, w0, w1, h), w1, h)
+            else:
+                def discrete_force(w1):
+                    return 0.0
 
             # unknowns (ω_{k+1}, hμ): the multiplier scaled by h keeps the Newton test meaningful;
             # ad*_ω̄(𝕀ω̄) (= (𝕀ω̄) × ω̄ on SO(3)) is the system's euler_term
             def F(x):
                 w1, hmu = x[:d], x[d:]
-                r1 = system.momentum(w1) - Iw0 - h * system.euler_term(0.5 * (w0 + w1)) - linalg.vm(hmu, A)
+                r1 = (system.momentum(w1) - Iw0 - h * system.euler_term(0.5 * (w0 + w1)) - linalg.vm(hmu, A)
+                      - discrete_force(w1))
                 return jnp.concatenate([r1, linalg.mv(A, w1)])
 
             def Jac(x):
@@ -222,11 +283,22 @@ class EPSMidpoint(Method):
                 J11 = I - 0.5 * h * (so3.hat(so3.matvec(I, wb)) - so3.matmul(so3.hat(wb), I))
                 return _block(J11, A)
 
-            guess = jnp.concatenate([w0 + h * system.omega_dot(w0), h * system.multiplier(w0)])
+            if forced:
+                guess = jnp.concatenate([w0 + h * system.omega_dot_at(state.R, w0),
+                                         h * system.multiplier_at(state.R, w0)])
+            else:
+                guess = jnp.concatenate([w0 + h * system.omega_dot(w0), h * system.multiplier(w0)])
             x, info = _solve_newton(F, Jac if so3_jacobian else None, guess, rtol, max_iter)
             w1 = x[:d]
-            lam = system.multiplier(w1) if multiplier == "node" else x[3:] / h
-            return EPSState(recon(state.R, w0, w1, h), w1, lam), info
+            R1 = recon(state.R, w0, w1, h)
+            if multiplier != "node":
+                lam = x[d:] / h
+            elif forced:
+                with clock.shifted(h):
+                    lam = system.multiplier_at(R1, w1)
+            else:
+                lam = system.multiplier(w1)
+            return EPSState(R1, w1, lam), info
 
         return Scheme(init, step, _observe)
 
@@ -326,8 +398,10 @@ def group_deps_residual(system, W0, W1, h):
     return -skew2(so3.matmul(G1, so3.transpose(W1))) + skew2(so3.matmul(so3.transpose(W0), G0))
 
 
-#: every feature of an EulerPoincareSuslovSystem: any matrix Lie group, any l, any inertia
+#: every feature of an EulerPoincareSuslovSystem but a torque: any matrix Lie group, any l, any inertia
 EPS_FEATURES = frozenset({Feature.GROUP_NOT_SO3, Feature.NON_QUADRATIC_LAGRANGIAN, Feature.NON_SYMMETRIC_INERTIA})
+#: a left-trivialised torque, with or without controls (module doc, "Torques")
+TORQUES = frozenset({Feature.FORCES, Feature.CONTROLS})
 
 
 def eps_traits(order, symmetric, implicit, preserves, node_velocity, source, accepts=EPS_FEATURES):
@@ -338,6 +412,11 @@ def eps_traits(order, symmetric, implicit, preserves, node_velocity, source, acc
 
 _GROUP = (Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) (Cayley/exp reconstruction, (40))"),
           Claim(Invariant.NODE_CONSTRAINT, "A ω_k = 0 (reduced constraint)"))
+
+
+def _unforced(system) -> bool:
+    """Whether a claim of the unforced equations (exact energy) holds: no torque."""
+    return not getattr(system, "has_force", False)
 
 
 _NODE = "ω_k at t_k (A ω_k = 0 to round-off); R_k from the reconstruction; lam: see module doc"
@@ -351,7 +430,8 @@ _RECON_VI = (" Traits (order, symmetric) describe the ω map. R: the variational
 dreps_euler = DREPS(
     name="dreps-euler",
     traits=eps_traits(1, False, False, _GROUP, _NODE,
-                      f"{_PAPER}, Def. 5.6 and (54)–(55) with explicit Euler (Prop 6.1)"),
+                      f"{_PAPER}, Def. 5.6 and (54)–(55) with explicit Euler (Prop 6.1)",
+                      accepts=EPS_FEATURES | TORQUES),
     description="DREPS with explicit Euler on the projected EPS ODE, λ_{k+1} = λ(ω_{k+1}), Cayley "
                 "reconstruction." + _RECON,
     one_step="euler")
@@ -360,16 +440,17 @@ dreps_rk4 = DREPS(
     name="dreps-rk4",
     traits=eps_traits(4, False, False, _GROUP, _NODE,
                       f"{_PAPER}, Def. 5.6 and (54)–(55) with classical RK4 (Prop 6.1; the "
-                      "paper's reference solver)"),
+                      "paper's reference solver)", accepts=EPS_FEATURES | TORQUES),
     description="DREPS with RK4 on the projected EPS ODE (the paper's reference solver), "
                 "λ_{k+1} = λ(ω_{k+1}); option multiplier='rk4-predictor'." + _RECON,
     one_step="rk4")
 
 eps_midpoint = EPSMidpoint(
     name="eps-midpoint",
-    traits=eps_traits(2, True, True, _GROUP + (Claim(Invariant.ENERGY, "energy ½ωᵀ𝕀ω (to the Newton tolerance)"),), _NODE,
+    traits=eps_traits(2, True, True, _GROUP + (Claim(Invariant.ENERGY, "energy ½ωᵀ𝕀ω (to the Newton tolerance)",
+                                                         condition="no torque", holds_for=_unforced),), _NODE,
                       f"{_PAPER}, §6.2 'DREPS midpoint rule', Figs 1–2; order (2,2) "
-                      "(erratum E4)", accepts=EPS_FEATURES - {Feature.NON_QUADRATIC_LAGRANGIAN}),
+                      "(erratum E4)", accepts=(EPS_FEATURES - {Feature.NON_QUADRATIC_LAGRANGIAN}) | TORQUES),
     description="Implicit midpoint rule for the EPS equations: exact energy, λ_{k+1} = λ(ω_{k+1})."
                 + _RECON)
 

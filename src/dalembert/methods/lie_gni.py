@@ -204,6 +204,14 @@ class LieGNI(Method):
     """The Lie-group GNI (module doc) for a :class:`~dalembert.systems.lie_nonholonomic.LieNonholonomicSystem`
     (or an ``EulerPoincareSuslovSystem``: constant covectors).
 
+    **Torques** (``force=``, a left-trivialised torque τ(R, ω, t[, u]); the forced discrete
+    Lagrange–d'Alembert principle, Marsden–West 2001 §3.2, left-trivialised as in Lee, Leok &
+    McClamroch 2005; trapezoidal, ours for this scheme): the discrete forces f_d⁻ = (h/2)τ(R_k, ω_k, t_k)
+    and f_d⁺ = (h/2)τ(R_{k+1}, ω_{k+1}, t_k + h), ω the node velocity 𝕀⁻¹P̂*μ⁺, enter the momentum
+    equations as l_d'^R(W_k) = μ⁻_k + f_d⁻ and μ⁺_{k+1} = l_d'^L(W_k) + f_d⁺ (p_k = −D₁L_d − f_d⁻,
+    p_{k+1} = D₂L_d + f_d⁺). A torque that depends on ω makes the second one implicit (Newton on
+    μ⁺_{k+1}, 3 unknowns); one that does not keeps it explicit.
+
     Build options: startup ("consistent" | "legendre"), rtol, max_iter (Newton).
     """
 
@@ -217,6 +225,9 @@ class LieGNI(Method):
         parts = self.discrete_lagrangian.build(system.inertia)
         dR_cay, dR_cay_jac, dL_cay = _cayley_coordinate_parts(parts)
         I = system.inertia
+        # a torque that depends on ω makes the f_d⁺ kick implicit (decided by tracing at R0)
+        velocity_torque = system.has_force and system.force_depends_on_velocity(
+            jnp.eye(3) if x0 is None else x0, jnp.zeros(3))
 
         def init(R0, omega0, h):
             R0 = jnp.asarray(R0, jnp.float64)
@@ -226,12 +237,29 @@ class LieGNI(Method):
                 mu = mu - 0.5 * h * linalg.vm(system.multiplier(R0, omega0), system.constraint_covectors(R0))
             return LieGNIState(R0, mu)
 
+        forced = getattr(system, "has_force", False)
+
+        def node_velocity(R, mu):
+            """𝕀⁻¹μ̃ = 𝕀⁻¹P̂*(R)μ⁺ (the reported node velocity)."""
+            return system.velocity(system.project_momentum(R, mu))
+
         def step(state, h):
             R, mu = state
             mu_minus = system.reflect(R, mu)
+            if forced:      # + f_d⁻ = (h/2)τ(R_k, ω_k, t_k) (class doc)
+                mu_minus = mu_minus + 0.5 * h * system.force(R, node_velocity(R, mu))
             w, conv, it = solve_right_momentum(dR_cay, I, mu_minus, h, rtol, max_iter, in_cayley=True,
                                                jacobian=dR_cay_jac, return_coordinate=True)
-            return LieGNIState(so3.matmul(R, so3.cayley(w)), dL_cay(w, h)), StepInfo(conv, it)
+            R1, mu1 = so3.matmul(R, so3.cayley(w)), dL_cay(w, h)
+            if forced:      # + f_d⁺ = (h/2)τ(R_{k+1}, ω_{k+1}, t_k + h), ω_{k+1} from μ⁺_{k+1} itself
+                def kick(m):
+                    return mu1 + 0.5 * h * system.force(R1, node_velocity(R1, m), h)
+                if velocity_torque:
+                    res = newton(lambda m: m - kick(m), kick(mu1), rtol=rtol, max_iter=max_iter)
+                    mu1, conv, it = res.x, conv & res.converged, it + res.iterations
+                else:
+                    mu1 = kick(mu1)
+            return LieGNIState(R1, mu1), StepInfo(conv, it)
 
         def observe(state, h):
             R, mu = state
@@ -291,6 +319,14 @@ class SymmetricLieGNI(Method):
     spatial_momentum = R_k μ_k; lam = −(2/h)ℓ of the step that ended at t_k (an O(h²)
     approximation of λ(t_k − h/2); at t_0 the exact λ(R_0, ω_0)).
 
+    **Torques** (``force=``, a left-trivialised torque τ(R, ω, t[, u]); the forced discrete
+    Lagrange–d'Alembert principle, Marsden–West 2001 §3.2, with left-trivialised discrete forces as
+    in Lee, Leok & McClamroch 2005 and Kobilarov & Marsden 2011; trapezoidal, ours for this map):
+    f_d⁻ = (h/2)τ(R_k, 𝕀⁻¹μ_k, t_k) is added to the first equation's right-hand side and
+    f_d⁺ = (h/2)τ(R_{k+1}, 𝕀⁻¹μ_{k+1}, t_k + h) to the second's, μ_{k+1} then an unknown of Newton
+    (3 + m + 3 unknowns). Stepping back with −h still returns (R_k, μ_k) (the discrete forces change
+    sign with h and swap ends), so the map stays self-adjoint: order 2, its compositions 4 and 6.
+
     Build options: rtol, max_iter (Newton).
     """
 
@@ -300,6 +336,8 @@ class SymmetricLieGNI(Method):
         system = _as_lie_system(system, self.name)
         parts = self.discrete_lagrangian.build(system.inertia)
         dR_cay, _, dL_cay = _cayley_coordinate_parts(parts)
+        forced = getattr(system, "has_force", False)
+        m = system.m
 
         def init(R0, omega0, h=None):
             R0 = jnp.asarray(R0, jnp.float64)
@@ -309,22 +347,31 @@ class SymmetricLieGNI(Method):
         def step(state, h):
             R, mu, lam = state
             A0 = system.constraint_covectors(R)
+            f_minus = 0.5 * h * system.force(R, system.velocity(mu)) if forced else 0.0
 
-            def advance(w, ell):
+            def advance(w, ell, mu1=None):
                 R1 = so3.matmul(R, so3.cayley(w))
-                return R1, dL_cay(w, h) - linalg.vm(ell, system.constraint_covectors(R1))
+                out = dL_cay(w, h) - linalg.vm(ell, system.constraint_covectors(R1))
+                if mu1 is not None:        # + f_d⁺ at (R_{k+1}, ω_{k+1}, t_k + h)
+                    out = out + 0.5 * h * system.force(R1, system.velocity(mu1), h)
+                return R1, out
 
             def F(u):
-                w, ell = u[:3], u[3:]
-                R1, mu1 = advance(w, ell)
-                return jnp.concatenate([dR_cay(w, h) - mu + linalg.vm(ell, A0),
-                                        system.constraint_residual(R1, system.velocity(mu1))])
+                w, ell = u[:3], u[3:3 + m]
+                mu1 = u[3 + m:] if forced else None
+                R1, mu1_new = advance(w, ell, mu1)
+                out = [dR_cay(w, h) - mu - f_minus + linalg.vm(ell, A0),
+                       system.constraint_residual(R1, system.velocity(mu1_new))]
+                if forced:
+                    out.append(mu1 - mu1_new)
+                return jnp.concatenate(out)
 
             ell0 = -0.5 * h * lam
-            u0 = jnp.concatenate([h * system.velocity(mu - linalg.vm(ell0, A0)), ell0])
+            w0 = h * system.velocity(mu - linalg.vm(ell0, A0))
+            u0 = jnp.concatenate([w0, ell0] + ([mu + 2.0 * f_minus] if forced else []))
             res = newton(F, u0, rtol=rtol, max_iter=max_iter)
-            w, ell = res.x[:3], res.x[3:]
-            R1, mu1 = advance(w, ell)
+            w, ell = res.x[:3], res.x[3:3 + m]
+            R1, mu1 = advance(w, ell, res.x[3 + m:] if forced else None)
             return LieMultiplierState(R1, mu1, -(2.0 / h) * ell), StepInfo.of(res)
 
         def observe(state, h=None):
@@ -360,23 +407,32 @@ def constant_covectors(system) -> bool | None:
     return getattr(system, "constant_constraints", None)
 
 
+def _unforced_constant_covectors(system) -> bool | None:
+    """Whether the energy claim of the one-impulse map holds: constant covectors and no torque."""
+    if getattr(system, "has_force", False):
+        return False
+    return constant_covectors(system)
+
+
 def _traits(order, source, extra=()):
     return Traits(
         order=order, symmetric=True, implicit=True,
         preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint A(R_k) ω_k = 0 (averaged momentum)"),
                    Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) to round-off"),
                    Claim(Invariant.ENERGY, "energy ½|μ⁻_k|² for a bi-invariant metric, any left-invariant l_d, "
-                         "any D (Thm 1)", condition="bi-invariant metric", node_quantity=False))
+                         "any D (Thm 1)", condition="bi-invariant metric, no torque", node_quantity=False))
         + tuple(extra),
         node_velocity="𝕀⁻¹μ̃_k, μ̃_k = ½(μ⁺_k + μ⁻_k) = P̂*μ⁺_k (the averaged body momentum)",
-        source=source, family="lie-gni", integrates=("lie-nonholonomic",), two_step=True, accepts=frozenset())
+        source=source + "; torques by trapezoidal left-trivialised discrete forces", family="lie-gni",
+        integrates=("lie-nonholonomic",), two_step=True, accepts=frozenset({Feature.FORCES, Feature.CONTROLS}))
 
 
 METHODS = (
     LieGNI(name="lie-gni-mv",
            traits=_traits(2, f"{_PAPER}; Moser–Veselov l_d", extra=(
                Claim(Invariant.ENERGY, "energy ½|μ⁻_k|²_{𝕀⁻¹} for any inertia and any D (MV l_d; beyond the "
-                     "paper, docs/theory/ferraro2008.md)", node_quantity=False),)),
+                     "paper, docs/theory/ferraro2008.md)", condition="no torque",
+                     holds_for=lambda system: not getattr(system, "has_force", False), node_quantity=False),)),
            description="Reflection GNI on SO(3) with the Moser–Veselov discrete Lagrangian.",
            discrete_lagrangian=moser_veselov),
     LieGNI(name="lie-gni-cayley",
@@ -391,12 +447,13 @@ METHODS = (
             preserves=(Claim(Invariant.NODE_CONSTRAINT, "node constraint A(R_k) ω_k = 0 (ω_k = 𝕀⁻¹μ_k on D*)"),
                        Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) to round-off"),
                        Claim(Invariant.ENERGY, "energy ½ωᵀ𝕀ω for constant covectors A (the Suslov case), any "
-                             "inertia (MV l_d; ours: see the class doc)", condition="constant covectors A",
-                             holds_for=constant_covectors)),
+                             "inertia (MV l_d; ours: see the class doc)",
+                             condition="constant covectors A, no torque", holds_for=_unforced_constant_covectors)),
             node_velocity="𝕀⁻¹μ_k, μ_k on D* (the node's momentum)",
             source=f"{_PAPER}; (7) with one impulse per step split equally between the nodes (our "
-                   "construction); Moser–Veselov l_d",
-            family="lie-gni-symmetric", integrates=("lie-nonholonomic",), accepts=frozenset()),
+                   "construction); Moser–Veselov l_d; torques by trapezoidal left-trivialised discrete forces",
+            family="lie-gni-symmetric", integrates=("lie-nonholonomic",),
+            accepts=frozenset({Feature.FORCES, Feature.CONTROLS})),
         description="Lie-group GNI (Moser–Veselov l_d) with one impulse per step: a self-adjoint map "
                     "on D*, the base of lie-gni-mv-4/-6.",
         discrete_lagrangian=moser_veselov),

@@ -18,6 +18,11 @@ inertia matrix and uses 𝕀ω as the momentum. Such a matrix is refused unless 
 it is then used literally (momentum 𝕀ω in the equations above; E = ½ωᵀ𝕀ω), which for a = e3 is identical
 to the symmetric matrix with the same upper-left 2×2 block and third row. Energy conservation, the
 variational derivation and the midpoint scheme's exact energy hold only for symmetric 𝕀.
+
+Torques (``force=``): a left-trivialised (body-frame) torque τ(R, ω, t) ∈ 𝔤* (N·m on SO(3)), or
+τ(R, ω, t, u) with controls, enters as 𝕀ω̇ = ad*_ω(𝕀ω) + τ + Aᵀλ (the forced Lagrange–d'Alembert
+principle), so λ = −C⁻¹A𝕀⁻¹(ad*_ω(𝕀ω) + τ) and ω̇ = P𝕀⁻¹(ad*_ω(𝕀ω) + τ); dE/dt = τ·ω. A torque
+that depends on R couples the ω equation to the reconstruction (:meth:`omega_dot_at`).
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..lie import so3
 from .kind import SystemKind, checked_group, refuse_complex, refuse_force
+from .torque import LeftTrivialisedTorque
 
 
 def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool, d: int = 3):
@@ -53,7 +59,7 @@ def _checked_inertia(inertia, name: str, allow_nonsymmetric: bool, d: int = 3):
     return I, asym <= 1e-12 * max(1.0, float(np.max(np.abs(I))))
 
 
-class EulerPoincareSuslovSystem(SystemKind):
+class EulerPoincareSuslovSystem(LeftTrivialisedTorque, SystemKind):
     """An Euler–Poincaré–Suslov system on SO(3) (rigid body with body-fixed velocity constraints).
 
     Parameters
@@ -70,6 +76,13 @@ class EulerPoincareSuslovSystem(SystemKind):
         ad*_ω(𝕀ω) = (𝕀ω) × ω). Then inertia is (d, d), the covectors (m, d) with 1 ≤ m < d, R0 an
         (N, N) element of G; ``dreps-*``, ``eps-midpoint`` and ``eps-variational`` integrate it
         with the group's Cayley or exponential map; the SO(3)-only methods refuse it.
+    force : optional traceable callable ``force(R, ω, t)`` -> (d,): a left-trivialised (body-frame)
+        torque τ (N·m on SO(3)), or ``force(R, ω, t, u)`` with a control u (c,) (then ``controls=``
+        or ``dl.integrate/dl.solve(..., controls=U)``); see the module doc. Declares the features
+        "non-conservative forces" (and "controls"): ``dreps-euler``, ``dreps-rk4``, ``eps-midpoint``
+        and its compositions, and ``reference`` (through the LieNonholonomicSystem view, on SO(3))
+        take it; ``traj.work`` is ∫τ·ω dt.
+    controls : (N, c) array (one row per step) or callable t -> (c,), optional.
 
     Attributes
     ----------
@@ -78,7 +91,9 @@ class EulerPoincareSuslovSystem(SystemKind):
     Raises
     ------
     SystemDefinitionError for a non-finite, wrongly shaped, non-symmetric (unless allowed) or not positive
-    definite inertia, or zero / dependent / too many constraint vectors.
+    definite inertia, or zero / dependent / too many constraint vectors. InputError for a force that is
+    not callable or controls without a force that takes them (the torque's shape and finiteness are
+    checked at the initial state).
     """
 
     #: Keyword names of the initial state in ``dl.integrate`` (the system-kind protocol).
@@ -95,8 +110,8 @@ class EulerPoincareSuslovSystem(SystemKind):
     path_array = "omega"
 
     def __init__(self, inertia, constraint_vectors, name: str = "euler-poincare-suslov", *,
-                 allow_nonsymmetric: bool = False, group=None, force=None):
-        refuse_force(force, name)
+                 allow_nonsymmetric: bool = False, group=None, force=None, controls=None):
+        self._init_torque(force, controls, name)
         self.group = group = checked_group(group, name)
         self.is_so3 = group.name == "SO(3)"
         d = self.dim = group.dim
@@ -182,6 +197,29 @@ class EulerPoincareSuslovSystem(SystemKind):
         """The EPS vector field on 𝔤^D, ω̇ = h(ω) = P 𝕀⁻¹((𝕀ω) × ω), shape (3,)  (44), (69)."""
         return self._mv(self._Pf, self.euler_term(omega))
 
+    def body_torque(self, R, omega):
+        """ad*_ω(𝕀ω) + τ(R, ω, t) (the torque at the clock's time; none without one), (d,)."""
+        out = self.euler_term(omega)
+        return out + self.force(R, omega) if self.has_force else out
+
+    def multiplier_at(self, R, omega):
+        """λ(R, ω) = −C⁻¹A𝕀⁻¹(ad*_ω(𝕀ω) + τ), (m,): :meth:`multiplier` with the torque (without
+        one, :meth:`multiplier` itself)."""
+        if not self.has_force:
+            return self.multiplier(omega)
+        return jnp.sum(self._K * self.body_torque(R, omega)[None, :], axis=-1)
+
+    def omega_dot_at(self, R, omega):
+        """ω̇ = P𝕀⁻¹(ad*_ω(𝕀ω) + τ(R, ω, t)), (d,): :meth:`omega_dot` with the torque (without one,
+        :meth:`omega_dot` itself: a non-quadratic l of a LeftInvariantSystem)."""
+        if not self.has_force:
+            return self.omega_dot(omega)
+        return self._mv(self._Pf, self.body_torque(R, omega))
+
+    def acceleration(self, R, omega):
+        """ω̇ at the clock's time (the work's Hermite rule), (d,)."""
+        return self.omega_dot_at(R, omega)
+
     def project(self, omega):
         """𝕀-orthogonal projection of ω onto 𝔤^D = {A ω = 0}, shape (d,)."""
         return self._mv(self._P, omega)
@@ -193,8 +231,8 @@ class EulerPoincareSuslovSystem(SystemKind):
         return R @ self.group.hat(omega)
 
     def vector_field(self, R, omega):
-        """(Ṙ, ω̇) of the reduced-plus-reconstruction ODE."""
-        return self.reconstruction(R, omega), self.omega_dot(omega)
+        """(Ṙ, ω̇) of the reduced-plus-reconstruction ODE (with the torque at the clock's time)."""
+        return self.reconstruction(R, omega), self.omega_dot_at(R, omega)
 
     def spatial_velocity(self, R, omega):
         """Spatial angular velocity R ω (Ad_R ω off SO(3); used to compare velocities at
@@ -204,11 +242,11 @@ class EulerPoincareSuslovSystem(SystemKind):
     # --- the system-kind protocol used by the engine -------------------------------------------
     def features(self, *state0) -> frozenset:
         """GROUP_NOT_SO3, NON_QUADRATIC_LAGRANGIAN (a non-quadratic l), NON_SYMMETRIC_INERTIA
-        (``symmetric=False``)."""
+        (``symmetric=False``), FORCES and CONTROLS (a torque)."""
         flags = {Feature.GROUP_NOT_SO3: not self.is_so3,
                  Feature.NON_QUADRATIC_LAGRANGIAN: not getattr(self, "quadratic", True),
                  Feature.NON_SYMMETRIC_INERTIA: not self.symmetric}
-        return frozenset(f for f, on in flags.items() if on)
+        return frozenset({f for f, on in flags.items() if on} | self.torque_features())
 
     def check_initial_state(self, R0, omega0, *, project: bool = False, tol: float = 1e-10):
         """Validated (R0 (3, 3), omega0 (3,)) as numpy float64 arrays.
@@ -256,6 +294,7 @@ class EulerPoincareSuslovSystem(SystemKind):
                     f"omega0 violates the constraints ⟨a, ω0⟩ = 0: residual "
                     f"{np.array2string(res, precision=3)} (tolerance {bound:.1e}); pass project=True "
                     f"to project it onto the constraint space", res)
+        self._check_torque(R, w)
         return R, w
 
     def diagnostics(self, obs: dict) -> dict:

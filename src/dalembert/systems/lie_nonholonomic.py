@@ -16,6 +16,10 @@ paper's §2):
 
 Differentiating the constraint, ``Ȧ ω + A ω̇ = 0`` with Ȧ = dA(R)[R hat(ω)], gives
 ``C λ = −Ȧ ω − A 𝕀⁻¹((𝕀ω) × ω)``, C = A 𝕀⁻¹ Aᵀ. The energy ½ωᵀ𝕀ω is conserved.
+
+With a left-trivialised torque τ(R, ω, t) (``force=``, body frame, N·m; the forced
+Lagrange–d'Alembert principle) the equations become 𝕀ω̇ = (𝕀ω) × ω + τ + Aᵀλ,
+C λ = −Ȧω − A𝕀⁻¹((𝕀ω) × ω + τ), and dE/dt = τ·ω (the constraint force does no work).
 """
 from __future__ import annotations
 
@@ -26,8 +30,10 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..lie import so3
+from .. import clock
 from ..declarations import NodeArray, Role
-from .kind import SystemKind, check_spd, refuse_complex, refuse_force
+from .kind import SystemKind, check_spd, refuse_complex
+from .torque import LeftTrivialisedTorque
 
 
 def _checked_inertia(inertia, name: str) -> np.ndarray:
@@ -40,7 +46,7 @@ def _checked_inertia(inertia, name: str) -> np.ndarray:
     return I
 
 
-class LieNonholonomicSystem(SystemKind):
+class LieNonholonomicSystem(LeftTrivialisedTorque, SystemKind):
     """A left-invariant rigid body on SO(3) with constraints A(R) ω = 0.
 
     Parameters
@@ -50,6 +56,16 @@ class LieNonholonomicSystem(SystemKind):
         traceable callable R (3, 3) -> (m, 3) (or (3,)) of body covectors, 1 ≤ m ≤ 2, rows
         independent.
     name : label used in trajectories and reports.
+    force : optional traceable callable ``force(R, ω, t)`` -> (3,): a left-trivialised
+        (body-frame) torque τ (N·m), or ``force(R, ω, t, u)`` with a control u (c,) (then
+        ``controls=``, or ``dl.integrate/dl.solve(..., controls=U)``). Declares the features
+        "non-conservative forces" (and "controls"); the methods that accept them use the forced
+        discrete Lagrange–d'Alembert principle; ``traj.work`` is ∫τ·ω dt
+        (:class:`~dalembert.systems.kind.LeftTrivialisedTorque`).
+    controls : (N, c) array (one row per step) or callable t -> (c,), optional.
+
+    Raises InputError for a force that is not callable, or controls without a force that takes
+    them; the torque's shape and finiteness are checked at the initial state.
 
     System-kind protocol: ``state_names = ("R0", "omega0")``, :meth:`check_initial_state`,
     :meth:`diagnostics` (energy ½ωᵀ𝕀ω, constraint_residual A(R)ω, orthogonality_defect).
@@ -65,8 +81,9 @@ class LieNonholonomicSystem(SystemKind):
     #: Jiménez–Scheurle 2015 Thm 5.2(2))
     order_arrays = ("omega",)
 
-    def __init__(self, inertia, constraint_covectors, name: str = "lie-nonholonomic", *, force=None):
-        refuse_force(force, name)
+    def __init__(self, inertia, constraint_covectors, name: str = "lie-nonholonomic", *, force=None,
+                 controls=None):
+        self._init_torque(force, controls, str(name))
         if linalg.traced(inertia):     # a parameter under jax.grad/vmap: shape checked only
             refuse_complex(inertia, f"{name}: inertia")
             I = jnp.asarray(inertia, jnp.float64)
@@ -143,20 +160,38 @@ class LieNonholonomicSystem(SystemKind):
         """𝕀-orthogonal projection of ω onto ker A(R), (3,)."""
         return self.velocity(self.project_momentum(R, self.momentum(omega)))
 
+    def body_torque(self, R, omega):
+        """(𝕀ω) × ω + τ(R, ω, t) (τ the torque at the clock's time; none without one), (3,)."""
+        out = so3.cross(self.momentum(omega), omega)
+        return out + self.force(R, omega) if self.has_force else out
+
     def multiplier(self, R, omega):
-        """Continuous multiplier λ(R, ω), (m,): C λ = −Ȧω − A𝕀⁻¹((𝕀ω) × ω) (module doc)."""
+        """Continuous multiplier λ(R, ω), (m,): C λ = −Ȧω − A𝕀⁻¹((𝕀ω) × ω + τ) (module doc)."""
         A, C = self.gram(R)
         Rdot = so3.matmul(R, so3.hat(omega))
         Adot = jax.jvp(self.constraint_covectors, (R,), (Rdot,))[1]
-        rhs = -linalg.mv(Adot, omega) - linalg.mv(A, self.velocity(so3.cross(self.momentum(omega), omega)))
+        rhs = -linalg.mv(Adot, omega) - linalg.mv(A, self.velocity(self.body_torque(R, omega)))
         return linalg.solve_spd(C, rhs)
 
     def vector_field(self, R, omega):
-        """(Ṙ (3, 3), ω̇ (3,)) of the Lagrange–d'Alembert equations."""
+        """(Ṙ (3, 3), ω̇ (3,)) of the Lagrange–d'Alembert equations (with the torque at the
+        clock's time)."""
         lam = self.multiplier(R, omega)
         A = self.constraint_covectors(R)
-        wdot = self.velocity(so3.cross(self.momentum(omega), omega) + linalg.vm(lam, A))
+        wdot = self.velocity(self.body_torque(R, omega) + linalg.vm(lam, A))
         return so3.matmul(R, so3.hat(omega)), wdot
+
+    def reconstruction(self, R, omega):
+        """Ṙ = R hat(ω), (3, 3)."""
+        return so3.matmul(R, so3.hat(omega))
+
+    def acceleration(self, R, omega):
+        """ω̇ (3,) at the clock's time (the work's Hermite rule)."""
+        return self.vector_field(R, omega)[1]
+
+    def features(self, *state0) -> frozenset:
+        """FORCES (and CONTROLS) with a torque."""
+        return frozenset(self.torque_features())
 
     # --- the system-kind protocol -------------------------------------------------------------------
     def check_initial_state(self, R0, omega0, *, project: bool = False, tol: float = 1e-10):
@@ -186,6 +221,7 @@ class LieNonholonomicSystem(SystemKind):
                     f"omega0 violates the constraints: |A(R0) ω0| = {np.max(np.abs(res)):.3e} > {bound:.1e}; "
                     "pass project=True to project it", res)
             w = np.asarray(self.project(jnp.asarray(R), jnp.asarray(w)))
+        self._check_torque(R, w)
         return R, w
 
     def diagnostics(self, obs: dict) -> dict:
@@ -207,16 +243,22 @@ class LieNonholonomicSystem(SystemKind):
 
 def reference_solution(system: LieNonholonomicSystem, R0, omega0, t, rtol: float = 1e-13,
                        atol: float = 1e-13):
-    """(R (N, 3, 3), omega (N, 3)) at times t (t[0] = 0) by SciPy DOP853 on (R, ω) ∈ R^12.
+    """(R (N, 3, 3), omega (N, 3)) at times t (t[0] the start: the run's t0) by SciPy DOP853 on
+    (R, ω) ∈ R^12, a torque evaluated on the clock at each right-hand side's time.
 
     R is not kept on SO(3) by the ODE solver; at these tolerances its drift is ~1e-13 per unit time.
     """
     from scipy.integrate import solve_ivp
 
-    f = jax.jit(lambda y: jnp.concatenate([a.ravel() for a in system.vector_field(y[:9].reshape(3, 3), y[9:])]))
+    from .._cache import cached
+
+    def rhs(tau, y):
+        with clock.at(tau, system.step_index(tau) if system.timed else 0):
+            return jnp.concatenate([a.ravel() for a in system.vector_field(y[:9].reshape(3, 3), y[9:])])
+    f = cached(system, "reference rhs", lambda: jax.jit(rhs))
     y0 = np.concatenate([np.asarray(R0, float).ravel(), np.asarray(omega0, float)])
     t = np.asarray(t, float)
-    sol = solve_ivp(lambda _, y: np.asarray(f(jnp.asarray(y))), (t[0], t[-1]), y0, method="DOP853",
+    sol = solve_ivp(lambda tau, y: np.asarray(f(tau, jnp.asarray(y))), (t[0], t[-1]), y0, method="DOP853",
                     t_eval=t, rtol=rtol, atol=atol)
     Y = sol.y.T
     return Y[:, :9].reshape(-1, 3, 3), Y[:, 9:]
@@ -243,8 +285,13 @@ def _view_system(eps, R0=None, omega0=None):
                          f"eps-variational")
     if not eps.symmetric:
         raise InputError(f"the Lie-group GNI needs a symmetric inertia; system {eps.name!r} has none")
-    return cached(eps, "lie-nonholonomic view",
-                  lambda: LieNonholonomicSystem(eps.inertia, eps.A, eps.name))
+    def make():
+        lie = LieNonholonomicSystem(eps.inertia, eps.A, eps.name)
+        # the torque and its controls as they are (a copy made by with_controls keeps its grid)
+        lie._force, lie._force_takes_u = eps._force, eps._force_takes_u
+        lie._controls, lie._control_grid = eps._controls, eps._control_grid
+        return lie
+    return cached(eps, "lie-nonholonomic view", make)
 
 
 def _view_state(lie, R0, omega0):
