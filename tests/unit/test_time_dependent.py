@@ -136,6 +136,20 @@ def test_two_initial_states_on_one_system_and_a_save_stride():
     assert np.max(np.abs(other.q[-1] - exact("belt", q1, v1))) < 1e-7
 
 
+def test_an_ensemble_starts_at_t0():
+    """dl.ensemble(t0=...) runs its members from t0 to t_final on the clock: each member equals
+    its dl.integrate run (nodes and times), the ensemble's own clock and duration start at t0 (the
+    ensemble ignored t0 before: it ran from 0, with 1.7 between its nodes and integrate's)."""
+    q0, v0 = initial_state("belt")
+    q1, v1 = initial_state("belt", theta=2.0, speed=-0.4, spin=-1.3)
+    kw = dict(h=0.02, t_final=T0 + 1.0, progress=False)
+    ens = dl.ensemble(BELT, "nh-rattle-sym", q0=np.stack([q0, q1]), v0=np.stack([v0, v1]), t0=T0, **kw)
+    for i, (q, v) in enumerate([(q0, v0), (q1, v1)]):
+        tr = dl.integrate(BELT, "nh-rattle-sym", q0=q, v0=v, t0=T0, **kw)
+        assert ens.t.shape == tr.t.shape and np.allclose(ens.t, tr.t, rtol=0, atol=1e-13) and ens.t[0] == T0
+        assert np.max(np.abs(ens.q[i] - tr.q)) < 1e-12
+
+
 def test_one_program_serves_every_t0(monkeypatch):
     """t0 is an argument of the start program, not a constant in it: a second run from another
     t0 on the same system object compiles nothing (before: t0 was part of the program key, and

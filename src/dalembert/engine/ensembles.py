@@ -19,7 +19,8 @@ from ..systems.kind import SystemKind
 from . import loop
 from .stream import MemoryNodes
 from ..results.metadata import checked_metadata
-from .run import chart_metadata, check_run, failure_error, run_metadata, split_initial_state
+from .. import clock
+from .run import _finite, _timed, chart_metadata, check_run, failure_error, run_metadata, split_initial_state
 from .programs import bind, compile_program, options_key, state_shapes, view_key
 from .xla import _custom_calls, ensemble_devices
 
@@ -214,7 +215,8 @@ def _batched_params(params):
     return jax.tree_util.tree_unflatten(treedef, arrs), sizes.pop()
 
 
-def ensemble(system, method="auto", *, h, t_final, save_every: int = 1, keep=None, project: bool = False,
+def ensemble(system, method="auto", *, h, t_final, t0: float = 0.0, save_every: int = 1, keep=None,
+             project: bool = False,
              progress: bool | None = None, chunk_steps: int = loop.CHUNK_STEPS,
              metadata: dict | None = None, params=None, on_failure: str = "keep", **kwargs) -> Ensemble:
     """Integrate B trajectories in one compiled, vectorised (``jax.vmap``) call.
@@ -229,8 +231,8 @@ def ensemble(system, method="auto", *, h, t_final, save_every: int = 1, keep=Non
 
     Parameters
     ----------
-    system, method, h, t_final, save_every, project, progress, metadata :
-        as for :func:`integrate`.
+    system, method, h, t_final, t0, save_every, project, progress, metadata :
+        as for :func:`integrate` (the members start at ``t0`` and run to ``t_final``).
     chunk_steps : a compiled chunk keeps at most this many node records in all (B per saved
         node) and runs at most :data:`~dalembert.engine.loop.ENSEMBLE_CHUNK_MEMBER_STEPS` member-steps.
     q0, v0 (or the system's ``state_names``) : arrays of shape (B, n): one initial state per
@@ -274,13 +276,16 @@ def ensemble(system, method="auto", *, h, t_final, save_every: int = 1, keep=Non
     member that failed, its step and time; ``.trajectory`` is that member's trajectory up to the
     failure), RunInterrupted (Ctrl-C; ``.trajectory`` the Ensemble so far).
     """
-    h, t_final, save_every, method = check_run(h, t_final, save_every, method)
+    t0 = _finite(t0, "t0")
+    if _finite(t_final, "t_final") <= t0:
+        raise InputError(f"t_final ({float(t_final):g}) must be after t0 ({t0:g}): the run goes from t0 to t_final")
+    h, duration, save_every, method = check_run(h, float(t_final) - t0, save_every, method)
     metadata = checked_metadata(metadata)         # at the call, not when the result is saved
     if on_failure not in ("keep", "raise"):
         raise InputError(f"on_failure must be 'keep' or 'raise'; got {on_failure!r}")
     if method not in AUTO and not method.compiled:
         raise InputError(f"{method.name} does not run in the compiled engine; ensembles need a compiled method")
-    run = _EnsembleRun(system, method, h, t_final, save_every, keep, params, project, on_failure, kwargs)
+    run = _EnsembleRun(system, method, h, duration, t0, save_every, keep, params, project, on_failure, kwargs)
     ens = run.go(progress, chunk_steps, metadata)
     if run.warning is not None:
         warnings.warn(run.warning, stacklevel=2)
@@ -292,8 +297,9 @@ class _EnsembleRun:
     programs, driver and result. ``options``: the caller's keywords; the initial states are
     popped from it, the rest are the method's build options."""
 
-    def __init__(self, system, method, h, t_final, save_every, keep, params, project, on_failure, options):
+    def __init__(self, system, method, h, duration, t0, save_every, keep, params, project, on_failure, options):
         self.method, self.h, self.save_every, self.on_failure = method, h, save_every, on_failure
+        self.t0 = t0
         self.options = options
         self.factory, self.params, self.systems, self.n_params = None, None, None, None
         self.system = system if params is None else self._factory_members(system, params)
@@ -303,10 +309,13 @@ class _EnsembleRun:
                 raise InputError(f'method="auto" chose {method.name}, which does not run in the compiled '
                                  "engine; name a compiled method for this ensemble")
         resolve(self.system, method)                  # incompatible kinds: refused before any work
-        self.x0s = self._initial_states(project)
+        if _timed(self.system):
+            self.options = dict(options, t0=t0)       # the engine's clock starts there
+        with clock.at(t0, 0):                         # V(q, t), ν(q, t) checked at the run's start
+            self.x0s = self._initial_states(project)
         self.B = self.x0s[0].shape[0]
         self.keep = None if keep is None else tuple(sorted(set(keep)))
-        self.n_steps = loop.step_count(h, t_final, save_every)
+        self.n_steps = loop.step_count(h, duration, save_every)
         self.warning = None
 
     def _factory_members(self, factory, params):
@@ -347,6 +356,8 @@ class _EnsembleRun:
                           members=self.B, kept=list(self.keep) if self.keep else "all")
         if self.factory is not None:
             md["params"] = jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), self.params)
+        if self.t0:
+            md["t0"], md["t_final"] = self.t0, self.t0 + self.n_steps * self.h
         md.update(metadata or {})
         return md
 
@@ -393,13 +404,13 @@ class _EnsembleRun:
         RunInterrupted."""
         B, h, method = self.B, self.h, self.method
         n_nodes = next(iter(r.arrays.values())).shape[1]
-        t = loop.node_times(h, self.n_steps, self.save_every, n_nodes)
+        t = self.t0 + loop.node_times(h, self.n_steps, self.save_every, n_nodes)
         md.update({"wall_time_s": r.wall, "compile_time_s": compile_s,
                    "trajectory_steps_per_second": B * self.n_steps / r.wall if r.wall > 0 and not r.failures else None})
         md.update(chart_metadata(r.arrays, h))
         status = np.where(np.isin(np.arange(B), list(r.failures)), "failed", "ok")
         if r.failures:
-            md["failures"] = {str(i): {"step": k, "time": k * h, "cause": newton_mod.describe(c)}
+            md["failures"] = {str(i): {"step": k, "time": self.t0 + k * h, "cause": newton_mod.describe(c)}
                               for i, (k, c) in sorted(r.failures.items())}
         if r.failures and self.on_failure == "raise":
             i = min(r.failures, key=lambda m: r.failures[m][0])
@@ -407,7 +418,7 @@ class _EnsembleRun:
             good = k // self.save_every + 1
             traj = trajectory(t[:good], {kk: v[i, :good] for kk, v in r.arrays.items()}, dict(md, member=i))
             raise failure_error(method, k, h, cause, traj, "The member's nodes before it are kept in "
-                                ".trajectory", where=f"ensemble member {i}, ")
+                                ".trajectory", where=f"ensemble member {i}, ", t0=self.t0)
         ens = Ensemble(t, r.arrays, md, status=status)
         if r.interrupted:
             from .interrupts import RunInterrupted
