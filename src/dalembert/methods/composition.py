@@ -40,6 +40,8 @@ class Composition(Method):
 
     stages: tuple = ()
     observe_last: bool = False
+    #: the stages of one base unrolled in the compiled step (:func:`_scanned_step`), not a rolled scan
+    unroll: bool = False
 
     def options(self) -> dict | None:
         """The options every stage takes (each stage is built with them)."""
@@ -54,7 +56,8 @@ class Composition(Method):
 
         timed = getattr(system, "timed", getattr(system, "has_force", False))   # the clock moves on between the stages
         if len({id(m) for m, _ in self.stages}) == 1 and len(built) > 2:
-            step = _scanned_step(built[0][0], jnp.asarray([c for _, c in built]), timed)
+            step = _scanned_step(built[0][0], jnp.asarray([c for _, c in built]), timed,
+                                 unroll=len(built) if self.unroll else 1)
         else:
             def step(state, h):
                 converged, iterations = jnp.array(True), jnp.array(0, jnp.int32)
@@ -72,10 +75,13 @@ class Composition(Method):
         return Scheme(first.init, step, lambda state, h: shown.observe(state, h_obs * h))
 
 
-def _scanned_step(scheme, gammas, timed=False):
+def _scanned_step(scheme, gammas, timed=False, unroll: int = 1):
     """The stages of one method as a ``lax.scan`` over the fractions γ_i: the step is compiled
     once, not once per stage (a 17-stage composition compiles as fast as its base). ``timed``:
-    each stage runs on the clock moved on by the fractions before it (:mod:`dalembert.clock`)."""
+    each stage runs on the clock moved on by the fractions before it (:mod:`dalembert.clock`).
+
+    ``unroll``: stages per iteration of the scan (``lax.scan``'s ``unroll``; the same stages, the
+    same arithmetic): see :data:`UNROLLED`."""
     starts = jnp.concatenate([jnp.zeros(1), jnp.cumsum(gammas)[:-1]])
 
     def step(state, h):
@@ -92,7 +98,7 @@ def _scanned_step(scheme, gammas, timed=False):
             return (state, converged & info.converged, iterations + info.iterations), None
 
         (state, converged, iterations), _ = lax.scan(
-            stage, (state, jnp.array(True), jnp.array(0, jnp.int32)), (gammas, starts))
+            stage, (state, jnp.array(True), jnp.array(0, jnp.int32)), (gammas, starts), unroll=unroll)
         return state, StepInfo(converged, iterations)
     return step
 
@@ -157,7 +163,7 @@ COEFFICIENTS = {
 }
 
 def compose(base, coefficients="triple-jump-4", name: str | None = None,
-            order: int | None = None) -> Composition:
+            order: int | None = None, unroll: bool = False) -> Composition:
     """A symmetric composition Φ_{γ_s h} ∘ … ∘ Φ_{γ_1 h} of a symmetric one-step method Φ.
 
     Parameters
@@ -173,6 +179,9 @@ def compose(base, coefficients="triple-jump-4", name: str | None = None,
         or a palindromic sequence of fractions of h summing to 1.
     name : the method's name (default ``<base>-<order>``).
     order : the order of user coefficients (stated, not verified; default the base's).
+    unroll : compile the stages unrolled instead of as a rolled loop over the fractions (same
+        arithmetic, same results; faster for a Newton-based base measured so, at the cost of
+        compiling the step once per stage: see :data:`UNROLLED`).
 
     The composed method inherits the base's traits (what it preserves — a composition of
     energy-preserving maps preserves energy — the kinds it integrates, implicitness) with the
@@ -218,7 +227,7 @@ def compose(base, coefficients="triple-jump-4", name: str | None = None,
     traits = dataclasses.replace(tr, order=order, source=f"{tr.source}; composed: {label}")
     return Composition(name=name or f"{base.name}-{order}", traits=traits,
                        description=f"{base.name} composed ({label}, {len(gammas)} stages)",
-                       stages=tuple((base, g) for g in gammas), observe_last=True)
+                       stages=tuple((base, g) for g in gammas), observe_last=True, unroll=bool(unroll))
 
 
 #: The registered compositions: (name, base, coefficients). Suzuki's fractal for order 4 (on the
@@ -239,7 +248,17 @@ REGISTERED = (
 )
 
 
+#: Registered compositions compiled with their stages unrolled (``compose(unroll=True)``), where
+#: that was measured faster: ``gni-midpoint-4`` on the chaotic quartic (n = 40, CPU time, load
+#: 14): its rolled loop of five Newton-based stages cost 1.8–1.95 × 5 steps of ``gni-midpoint-sym``,
+#: unrolled 0.98×, for 37 % more compile time (5.6 → 7.7 s). The ``nh-rattle-sym`` compositions
+#: (explicit stages) stayed within their stage count rolled (docs/benchmarks.md, "Compositions
+#: against their stage count").
+UNROLLED = frozenset({"gni-midpoint-4"})
+
+
 def registered() -> tuple:
     """The compositions of :data:`REGISTERED`, built from the registered bases (call after the
     families are registered)."""
-    return tuple(compose(base, coefficients, name=name) for name, base, coefficients in REGISTERED)
+    return tuple(compose(base, coefficients, name=name, unroll=name in UNROLLED)
+                 for name, base, coefficients in REGISTERED)
