@@ -98,8 +98,9 @@ AUTO_RULE = {
         _R("dg-gonzalez", "an almost-Poisson system: Gonzalez's discrete gradient (energy to round-off, "
                           "order 2)"),),
     "euler-poincare-suslov": (
-        _R("eps-midpoint", "an Euler–Poincaré–Suslov system: the midpoint EPS scheme (order 2, energy and "
-                           "constraint at every node)"),
+        _R("eps-midpoint", "an Euler–Poincaré–Suslov system: the midpoint EPS scheme (order 2, constraint at "
+                           "every node, energy at every node without a torque; with one, the energy "
+                           "balance E − E0 − W at order 2)"),
         _R("eps-variational", "an Euler–Poincaré–Suslov system with a non-quadratic Lagrangian: the "
                               "variational EPS scheme (order 2)")),
     "left-invariant": (
