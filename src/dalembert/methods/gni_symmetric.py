@@ -78,7 +78,7 @@ def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
 
         # the constraint is solved at the summed (compensated) node, the one the state keeps
         res = newton(lambda ell: _constraint(system, f, *advance(ell)[:2], h), -0.5 * h * lam,
-                     rtol=rtol, max_iter=max_iter, simplified=simplified)
+                     rtol=rtol, max_iter=max_iter, simplified=simplified, estimate=True)
         q1, p1, cq, cp = advance(res.x)
         return MultiplierState(q1, p1, -(2.0 / h) * res.x, None if c is None else (cq, cp)), StepInfo.of(res)
     return step
