@@ -25,7 +25,9 @@ node holds on D*: Φ_{−h} = Φ_h⁻¹ on D*. Hence order 2, and the compositio
 Kahan–Li and McLachlan raise it to 4, 6 and 8 (``nh-rattle-4`` …, ``gni-midpoint-4``).
 
 **Cost.** With a constant G and L_d = L_d^SV the drift is explicit and the Newton unknowns are the
-m impulses only (a simplified Newton iteration: one m×m Jacobian per step); otherwise Newton on
+m impulses only (a simplified Newton iteration: one m×m Jacobian per step, stopped on the
+estimated error θ/(1 − θ)|Δℓ| of the returned impulse, :func:`~dalembert.solvers.newton.newton`'s
+``estimate``); otherwise Newton on
 (q_{k+1}, ℓ), n + m unknowns: about twice the cost of a ``nh-rattle`` step (explicit, one m×m
 solve; docs/benchmarks.md, "Measurements behind the code").
 

@@ -14,7 +14,9 @@ once, at the initial guess, and reused by every iteration: the iteration then co
 with a rate proportional to the distance of the guess from the root, to the same root (the test
 below bounds the last update, and the error is at most rate/(1 − rate) times it). For an implicit
 step with an O(h^p) predictor it trades one or two extra (cheap) iterations for all but one
-Jacobian and factorisation, which dominate the cost for a dozen or more unknowns.
+Jacobian and factorisation, which dominate the cost for a dozen or more unknowns. With the default
+Jacobian the first update takes F(x0) from the forward pass that forms J(x0) (one evaluation of F
+fewer per solve).
 
 Convergence test (DESIGN.md, "Numerical conventions"): ``‖Δx‖∞ ≤ rtol · (1 + ‖x‖∞)`` with
 ``rtol = 1e-14`` by default, within ``max_iter`` iterations. For a residual that reports the
