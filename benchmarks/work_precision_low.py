@@ -135,9 +135,9 @@ def calibrate_dl(system, method, q0, v0, T, q_ref, targets, n_max):
     return chosen, rows
 
 
-def calibrate_dfx(system, solver, y0, n, T, q_ref, targets):
+def calibrate_dfx(system, solver, y0, n, T, q_ref, targets, start=8):
     chosen, rows = {}, []
-    for j in range(8, 56):
+    for j in range(start, 56):
         tol = 10.0 ** (-j / 4)
         q, s, r = _dfx_program(system, solver, y0, n, T, tol, True)()
         err = float(np.max(np.abs(q - q_ref)))
@@ -158,6 +158,8 @@ def main(argv=None):
     ap.add_argument("--targets", default="1e-4,1e-7,1e-10")
     ap.add_argument("--methods", default=",".join(DALEMBERT))
     ap.add_argument("--n-max", type=int, default=400000)
+    ap.add_argument("--dfx-start", type=int, default=8,
+                    help="first tolerance 10^(-k/4) of diffrax's sweeps (20 skips to 1e-5 for a 1e-4 target)")
     ap.add_argument("--out", default="benchmarks/results/work_precision_low")
     a = ap.parse_args(argv)
     import jax
@@ -180,7 +182,7 @@ def main(argv=None):
     for m in a.methods.split(","):
         calib[m] = calibrate_dl(system, m, q0, v0, T, q_ref, targets, a.n_max)
     for s in DIFFRAX:
-        calib[f"diffrax-{s}"] = calibrate_dfx(system, s, y0, n, T, q_ref, targets)
+        calib[f"diffrax-{s}"] = calibrate_dfx(system, s, y0, n, T, q_ref, targets, a.dfx_start)
     results = {}
     for t in targets:
         runs, steps = {}, {}
@@ -213,7 +215,9 @@ def main(argv=None):
         results[t] = {k: {"steps": steps[k], "cpu": cpu[k], "wall": wall[k]} for k in runs}
     load1 = os.getloadavg()
     lines = [f"# Low-accuracy work-precision: knife edge in an anharmonic well, T = {T:g}",
-             "", f"`python benchmarks/work_precision_low.py --t-final {T:g} --repeats {a.repeats}`; "
+             "", f"`python benchmarks/work_precision_low.py --t-final {T:g} --repeats {a.repeats} "
+             f"--targets {a.targets} --methods {a.methods} --dfx-start {a.dfx_start}`; dalembert from "
+             f"{Path(dl.__file__).parent}; "
              f"load average (1/5/15 min) before {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f}, after "
              f"{load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f}, {os.cpu_count()} cores; reference floor {floor:.1e}.",
              "CPU time (process, all threads) of one compiled run after the first call, min / median / max of "

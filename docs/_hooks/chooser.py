@@ -40,8 +40,10 @@ CHOOSER = {
     "gni-midpoint-sym": ("a q-dependent metric without the parasitic mode; configuration constraints", NM),
     "nh-rattle-4": ("high accuracy, any metric; the default of the sleigh, the chaotic quartic system, "
                     "the snakeboard and the tilting disk", SYM),
-    "nh-rattle-6": ("higher accuracy still (order 6), any metric", SYM),
-    "nh-rattle-8": ("round-off accuracy at moderate h (order 8), any metric", SYM),
+    "nh-rattle-6": ("higher accuracy still (order 6), any metric; low accuracy (1e-4) at large h, "
+                    "after nh-rattle-8", SYM),
+    "nh-rattle-8": ("round-off accuracy at moderate h (order 8), any metric; also the fastest "
+                    "to a 1e-4 endpoint, at large h (benchmarks: low accuracy)", SYM),
     "gni-midpoint-4": ("high accuracy with a q-dependent metric (order 4)", NM),
     "dla-midpoint": ("comparison: a discrete (midpoint) constraint instead of the node constraint", NM),
     "dla-left": ("comparison: order 1, discrete constraint at the left point", NM),

@@ -307,6 +307,33 @@ def test_simplified_newton_same_root_linear_rate():
     assert max(ratios) / min(ratios) < 10.0
 
 
+@pytest.mark.parametrize("simplified", [True, False])
+def test_newton_error_estimate_stops_earlier_at_the_same_tolerance(simplified):
+    """``estimate``: the iterate is returned once θ/(1 − θ)|Δx| is within the tolerance. Against
+    the root computed independently (√2), the returned iterate must still be within the
+    tolerance, with fewer iterations than the plain test |Δx| ≤ tol. Negative control: a
+    tolerance of 0 cannot be met by the estimate (the loop runs to max_iter)."""
+    x0 = jnp.array([1.3, 1.5])
+    plain = newton(_F2, x0, simplified=simplified)
+    est = newton(_F2, x0, simplified=simplified, estimate=True)
+    assert bool(plain.converged) and bool(est.converged)
+    assert np.max(np.abs(np.asarray(est.x) - np.sqrt(2.0))) <= 1e-14 * (1 + np.sqrt(2.0))
+    assert int(est.iterations) < int(plain.iterations)
+    never = newton(_F2, x0, simplified=simplified, estimate=True, rtol=0.0, max_iter=9)
+    assert int(never.iterations) == 9
+
+
+def test_simplified_newton_first_residual_from_the_jacobian_pass():
+    """Simplified Newton takes F(x0) from the pass that forms J(x0): the iterates must equal those
+    of a user Jacobian (evaluated apart) to round-off, iteration by iteration."""
+    J = lambda x: jnp.array([[2 * x[0], 2 * x[1]], [1.0, -1.0]])  # noqa: E731
+    for k in range(1, 5):
+        a = newton(_F2, jnp.array([1.3, 1.5]), simplified=True, max_iter=k, rtol=0.0)
+        b = newton(_F2, jnp.array([1.3, 1.5]), simplified=True, max_iter=k, rtol=0.0, jacobian=J)
+        assert int(a.iterations) == int(b.iterations) == k
+        assert np.max(np.abs(np.asarray(a.x) - np.asarray(b.x))) < 1e-15
+
+
 def test_simplified_newton_reports_failure_without_root():
     res = newton(lambda x: x ** 2 + 1.0, jnp.array([0.5]), max_iter=25, simplified=True)
     assert not bool(res.converged)

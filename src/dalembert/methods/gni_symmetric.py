@@ -25,7 +25,9 @@ node holds on D*: Φ_{−h} = Φ_h⁻¹ on D*. Hence order 2, and the compositio
 Kahan–Li and McLachlan raise it to 4, 6 and 8 (``nh-rattle-4`` …, ``gni-midpoint-4``).
 
 **Cost.** With a constant G and L_d = L_d^SV the drift is explicit and the Newton unknowns are the
-m impulses only (a simplified Newton iteration: one m×m Jacobian per step); otherwise Newton on
+m impulses only (a simplified Newton iteration: one m×m Jacobian per step, stopped on the
+estimated error θ/(1 − θ)|Δℓ| of the returned impulse, :func:`~dalembert.solvers.newton.newton`'s
+``estimate``); otherwise Newton on
 (q_{k+1}, ℓ), n + m unknowns: about twice the cost of a ``nh-rattle`` step (explicit, one m×m
 solve; docs/benchmarks.md, "Measurements behind the code").
 
@@ -78,7 +80,7 @@ def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
 
         # the constraint is solved at the summed (compensated) node, the one the state keeps
         res = newton(lambda ell: _constraint(system, f, *advance(ell)[:2], h), -0.5 * h * lam,
-                     rtol=rtol, max_iter=max_iter, simplified=simplified)
+                     rtol=rtol, max_iter=max_iter, simplified=simplified, estimate=True)
         q1, p1, cq, cp = advance(res.x)
         return MultiplierState(q1, p1, -(2.0 / h) * res.x, None if c is None else (cq, cp)), StepInfo.of(res)
     return step
