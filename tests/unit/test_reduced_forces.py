@@ -59,7 +59,7 @@ def hand_reference(t_final, t0=T0):
     P = np.diag([1.0, 1.0, 0.0])
 
     def rhs(t, y):
-        x, R, w = y[:2], y[2:11].reshape(3, 3), y[11:]
+        R, w = y[2:11].reshape(3, 3), y[11:]
         Is = R @ INERTIA @ R.T
         F = np.append(_push(t), 0.0)
         wdot = np.linalg.solve(Is + M * RAD ** 2 * P, -SIGMA * w + RAD * np.cross([0.0, 0.0, 1.0], F)
