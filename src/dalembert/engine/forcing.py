@@ -12,7 +12,10 @@ The work of a method of order < 4 is the trapezoidal rule on the displacement,
 P = f·v, W_{k+1} = W_k + h/2 (P_k + P_{k+1}) + h²/12 (Ṗ_k − Ṗ_{k+1}), fourth order.
 ``traj.work`` (N+1,) is W at the nodes, and the energy balance residual E_k − E_0 − W_k
 (``traj.energy_balance_residual``) replaces the energy error of a conservative run; it converges
-at min(order, 2) or min(order, 4).
+at min(order, 2) or min(order, 4). A system kind whose node is not (q, v) gives its own
+``work_node(observation)``, ``work_increment`` (second order) and ``power_and_rate`` (a
+``ReducedSystem``: node ((x, R), (ẋ, ξ)), power f_x·ẋ + τ·ξ (+ λᵀν̃), the trapezoidal rule on the
+power below order 4).
 
 Explicit time and moving supports. With V(q, t) and affine constraints μ(q)v = ν(q, t) the
 Lagrange–d'Alembert equations G q̈ = ∂L/∂q − Ġv + f + μᵀλ give, for E = T + V(q, t),
@@ -83,10 +86,14 @@ def _supply(system, q, v, dt):
 
 
 def _power_and_rate(system, q, v, dt):
-    """(P, Ṗ) at a node: the power P = f(q, v, t)·v + S(q, v, t) of the force and the supply
+    """(P, Ṗ) at a node (the system's own ``power_and_rate(q, v, dt)`` when it has one: a kind
+    whose node is not (q, v), e.g. ((x, R), (ẋ, ξ)) of a ReducedSystem): the power P = f(q, v, t)·v + S(q, v, t) of the force and the supply
     (module doc) and its time derivative along the motion,
     Ṗ = d/dτ P(q + τv, v + τa, t + τ) at τ = 0 with a the index-1 acceleration
     (:meth:`~dalembert.NonholonomicSystem.acceleration`), by forward-mode autodiff."""
+    own = getattr(system, "power_and_rate", None)
+    if own is not None:
+        return own(q, v, dt)
     with clock.shifted(dt):
         a = system.acceleration(q, v)
     rate = getattr(system, "configuration_rate", None)
@@ -116,7 +123,8 @@ def with_clock(scheme: Scheme, system, t0: float = 0.0, order: int = 2) -> Clock
         if WORK in d:                        # the method's own discrete work: no quadrature
             empty = jnp.zeros((0,), jnp.float64)
             return empty, empty, jnp.asarray(d[WORK], jnp.float64)
-        return d[config], d[velocity], None
+        pick = getattr(system, "work_node", None)      # a kind whose node is not (q, v)
+        return (*pick(d), None) if pick is not None else (d[config], d[velocity], None)
 
     def start_time():
         """t0: the running clock's time where the engine's start program sets it (the run's t0
@@ -147,6 +155,8 @@ def with_clock(scheme: Scheme, system, t0: float = 0.0, order: int = 2) -> Clock
                 p0, r0 = _power_and_rate(system, st.q, st.v, 0.0)
                 p1, r1 = _power_and_rate(system, q1, v1, h)
                 dw = 0.5 * h * (p0 + p1) + h * h / 12.0 * (r0 - r1)
+            elif hasattr(system, "work_increment"):      # a kind with its own second-order rule
+                dw = system.work_increment(st.q, st.v, q1, v1, h)
             elif on_group:
                 dw = 0.5 * h * (jnp.sum(system.force(st.q, st.v) * st.v) + jnp.sum(system.force(q1, v1, h) * v1))
             else:

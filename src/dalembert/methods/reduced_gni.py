@@ -47,6 +47,15 @@ Fast path (constant metric, default l_d): the x-part of step 2 is linear,
 Δx/h = G̃_xx⁻¹(a − G̃_xg ξ) with a = target_x − (h/2)V_x(x_k), and the group part is a 3×3 Newton
 solve of (dτ⁻¹_{±hξ})ᵀ (b + S ξ) = target_g, S = G̃_gg − G̃_gx G̃_xx⁻¹ G̃_xg, b = G̃_gx G̃_xx⁻¹ a.
 
+Non-conservative forces (``ReducedSystem(force=...)``, F = (f_x, τ) in the trivialised
+velocities): the forced discrete Lagrange–d'Alembert principle (Marsden–West, Acta Numerica 2001,
+§3.2) replaces FL⁻ by FL⁻ − f_d⁻ and FL⁺ by FL⁺ + f_d⁺, with the trapezoidal discrete forces of the
+SV-type l_d, f_d⁻ = (h/2)F(x_k, R_k, Δx/h, ξ_k, t_k), f_d⁺ = (h/2)F(x_{k+1}, R_{k+1}, Δx/h, ξ_k,
+t_{k+1}) (:meth:`_Kernels.discrete_forces`; the torque is trivialised at R_k and R_{k+1} as the
+g*-parts of FL∓ are). The step then runs the general Newton in (x_{k+1}, ξ_k) (no fast path: a
+force that depends on the velocity makes the x-part nonlinear). Symmetric, so ``reduced-gni-4``
+keeps order 4.
+
 Start-up (build option ``startup``):
 * ``"legendre"``: FL⁺_0 = G̃ u_0. On a consistent state the first reflection is the
   identity (as in the paper's affine GNI, §6; docs/theory/ferraro2015.md).
@@ -179,7 +188,10 @@ class _Kernels:
         else:
             base = l_d if self.custom else sv_discrete_lagrangian(system)
             self.l_d = lambda x0, x1, R0, sigma, h: base(x0, x1, sigma, h)
-        self.fast = system.constant_metric and not self.custom and not self.group_dependent and system.n > 0
+        #: a non-conservative force: the forced Legendre maps (:meth:`discrete_forces`), general Newton
+        self.forced = getattr(system, "has_force", False)
+        self.fast = (system.constant_metric and not self.custom and not self.group_dependent and system.n > 0
+                     and not self.forced)
         self.sign = 1.0 if system.left else -1.0
         if system.constant_metric:
             G = np.asarray(system.metric_matrix)
@@ -236,6 +248,29 @@ class _Kernels:
         d2, ds = jax.grad(self.l_d, argnums=(1, 3))(x0, x1, R0, h * xi, h)
         return jnp.concatenate([d2, self.group_plus(h * xi, ds)])
 
+    def discrete_forces(self, x0, x1, R0, xi, h):
+        """(f_d⁻, f_d⁺), each (n+3,): the discrete forces of the forced discrete Lagrange–d'Alembert
+        principle (Marsden–West, Acta Numerica 2001, §3.2), trivialised on the group as the
+        Legendre maps are (f_d⁻ at R_k, f_d⁺ at R_{k+1}): the trapezoidal rule of the SV-type l_d,
+        f_d⁻ = (h/2) F(x_k, R_k, Δx/h, ξ_k, t_k), f_d⁺ = (h/2) F(x_{k+1}, R_{k+1}, Δx/h, ξ_k, t_{k+1}),
+        F = (f_x, τ) the system's force. Self-adjoint: the reversed step (x_{k+1} → x_k with −h, the
+        same ξ since τ(−σ) = τ(σ)⁻¹) has f_d⁻ = −f_d⁺ of the forward one, so the symmetric
+        compositions keep their orders."""
+        sys = self.system
+        v = (x1 - x0) / h
+        R1 = self.reconstruct(R0, xi, h)
+        return 0.5 * h * sys.force(x0, R0, v, xi, 0.0), 0.5 * h * sys.force(x1, R1, v, xi, h)
+
+    def forced_fl_minus(self, x0, x1, R0, xi, h):
+        """FL⁻ − f_d⁻ (the momentum p_k of the forced step; FL⁻ without a force)."""
+        out = self.fl_minus(x0, x1, R0, xi, h)
+        return out - self.discrete_forces(x0, x1, R0, xi, h)[0] if self.forced else out
+
+    def forced_fl_plus(self, x0, x1, R0, xi, h):
+        """FL⁺ + f_d⁺ (the momentum p_{k+1} of the forced step; FL⁺ without a force)."""
+        out = self.fl_plus(x0, x1, R0, xi, h)
+        return out + self.discrete_forces(x0, x1, R0, xi, h)[1] if self.forced else out
+
     def reconstruct(self, R, xi, h):
         W = self.tau.tau(h * xi)
         return R @ W if self.system.left else W @ R
@@ -285,11 +320,11 @@ class _Kernels:
         z0 = jnp.concatenate([x + h * u[:n], u[n:]])
 
         def F(z):
-            return self.fl_minus(x, z[:n], R, z[n:], h) - target
+            return self.forced_fl_minus(x, z[:n], R, z[n:], h) - target
 
         res = newton(F, z0, rtol=rtol, max_iter=max_iter)
         x1, xi = res.x[:n], res.x[n:]
-        return x1, xi, self.fl_plus(x, x1, R, xi, h), res.converged, res.iterations
+        return x1, xi, self.forced_fl_plus(x, x1, R, xi, h), res.converged, res.iterations
 
     def solve(self, x, R, target, h, rtol, max_iter):
         if self.fast:
@@ -306,7 +341,7 @@ class _Kernels:
             lam = sys.multiplier(x0, R0, xdot0, xi0)
             return p0 - 0.5 * h * linalg.vm(lam, sys.constraint_matrix(x0, R0))
         x1, xi_0 = (x0 + h * xdot0, xi0) if startup == "two-point" else extra
-        flm = self.fl_minus(x0, x1, R0, xi_0, h)
+        flm = self.forced_fl_minus(x0, x1, R0, xi_0, h)
         # FL⁺_0 = (P − Q)*(FL⁻_0 − 2μ̃ᵀC̃⁻¹ν̃): the reflection is an involution, so step 1 maps it
         # back to FL⁻_0 and reproduces (x_1, ξ_0)
         mu, Z, C = self.gram(x0, R0)
@@ -419,10 +454,10 @@ class SymmetricReducedGNI(Method):
             def advance(z):
                 x1, xi, ell = z[:n], z[n:n + d], z[n + d:]
                 R1 = k.reconstruct(R, xi, h)
-                return x1, R1, k.fl_plus(x, x1, R, xi, h) - linalg.vm(ell, system.constraint_matrix(x1, R1))
+                return x1, R1, k.forced_fl_plus(x, x1, R, xi, h) - linalg.vm(ell, system.constraint_matrix(x1, R1))
 
             def F(z):
-                return jnp.concatenate([k.fl_minus(x, z[:n], R, z[n:n + d], h) - p + linalg.vm(z[n + d:], mu0),
+                return jnp.concatenate([k.forced_fl_minus(x, z[:n], R, z[n:n + d], h) - p + linalg.vm(z[n + d:], mu0),
                                         constraint(*advance(z))])
 
             u = k.velocity(x, R, p - linalg.vm(ell0, mu0))
@@ -466,6 +501,8 @@ class SymmetricReducedGNI(Method):
 #: matrix Lie group, and affine constraints (38)
 REDUCED_FEATURES = frozenset({Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.ATTITUDE_POTENTIAL,
                               Feature.RIGHT_TRIVIALISED, Feature.GROUP_NOT_SO3})
+#: reduced-gni and reduced-gni-sym take a force too (the forced Legendre maps; general Newton)
+FORCED_FEATURES = REDUCED_FEATURES | {Feature.FORCES}
 
 
 def _traits(source, extra=(), accepts=REDUCED_FEATURES):
@@ -485,7 +522,9 @@ METHODS = (
         name="reduced-gni",
         traits=_traits(f"{_PUB}, Definition 7.1 (30) and affine (38) with erratum E6; retracted "
                        "Legendre maps §7.1 (Lemma 9.5, erratum E11); reconstruction Remark 7.2 (erratum E12); "
-                       "SV-type l_d of §7.2 (errata: docs/theory/ferraro2015.md)"),
+                       "SV-type l_d of §7.2 (errata: docs/theory/ferraro2015.md); forces: forced discrete "
+                       "Legendre maps FL⁻ − f_d⁻, FL⁺ + f_d⁺ (Marsden–West 2001 §3.2, trapezoidal f_d^±)",
+                       accepts=FORCED_FEATURES),
         description="Reduced GNI on R^n × SO(3) with a retraction (Cayley default): reflect FL⁺ with "
                     "(P−Q)* (+2Q*Π), solve FL⁻ = target for (x_{k+1}, ξ_k), reconstruct R."),
     SymmetricReducedGNI(
@@ -496,8 +535,9 @@ METHODS = (
                        Claim(Invariant.GROUP_MEMBERSHIP, "R_k ∈ SO(3) to round-off")),
             node_velocity="G̃⁻¹p_k, p_k on D* (the node's momentum)",
             source=f"{_PUB}, Definition 7.1 (30)/(38) with one impulse per step split equally between "
-                   "the nodes (our construction); retracted Legendre maps §7.1; SV-type l_d of §7.2",
-            family="reduced-gni-symmetric", integrates=("reduced",), accepts=REDUCED_FEATURES),
+                   "the nodes (our construction); retracted Legendre maps §7.1; SV-type l_d of §7.2; "
+                   "forces: forced discrete Legendre maps (Marsden–West 2001 §3.2, trapezoidal f_d^±)",
+            family="reduced-gni-symmetric", integrates=("reduced",), accepts=FORCED_FEATURES),
         description="Reduced GNI with one impulse per step: a self-adjoint map on D*, the base of "
                     "reduced-gni-4; any trivialization, Newton on (x_{k+1}, ξ_k, ℓ)."),
 )

@@ -26,6 +26,10 @@ Friction (parameter ``friction`` = σ, N·m·s): the air-resistance torque −σ
 (1982, eqs. 47–49) and PyDy's example (σ = 1e-4 there), as the generalized force
 f(q, q̇) = J_ωᵀ(−σ ω) (N·m, since all angle coordinates are in rad and x, y get no torque).
 
+Reduced form (``forms["reduced"]``, :func:`reduced_system`; states mapped by :func:`reduced_state`):
+the same body as a left-trivialised ``ReducedSystem`` on R² × SO(3) (contact point, attitude, body
+ω), with the friction torque −σξ in the body frame as its force.
+
 Reference solution (``Model.reference``, mapped to q and q̇ by :func:`euler_state`): the body-frame Newton–Euler equations about the mass
 centre with the rolling constraint eliminated (:func:`newton_euler_rhs`: orientation by a unit
 quaternion, (𝕀 + m(|ρ|²1 − ρρᵀ)) ω̇ = τ − ω × 𝕀ω − m ρ × (ω × ρ̇ + ω × (ω × ρ) − g μ),
@@ -181,6 +185,70 @@ def initial_state(system, p, roll=np.deg2rad(0.5), pitch=np.deg2rad(0.5), omega=
 
 
 # ---------------------------------------------------------------------------------------------
+# the same body on R² × SO(3): a left-trivialised ReducedSystem (forms["reduced"])
+# ---------------------------------------------------------------------------------------------
+
+def _reduced_maps(p, R):
+    """(J (3, 5), ρ (3,), s (3,)) at the attitude R (body to space, N_z down): ṙ_G = J (ẋ, ξ) with
+    (ẋ (2,), ξ (3,) the body angular velocity) and ρ = G − P, s = P − O (body frame). From
+    r_G = (x, y, 0) + Rρ(μ), μ = Rᵀ N_z, Ṙ = Rξ̂, μ̇ = μ × ξ, ρ̇ = −Ds μ̇ (as :func:`velocity_maps`
+    with J_ω replaced by the identity): J = [E | −R([ρ]ₓ + Ds [μ]ₓ)]."""
+    mu = R[2, :]
+    ax = jnp.stack([p["a"], p["b"], p["c"]])
+    eps = jnp.sqrt(jnp.sum((ax * mu) ** 2))
+    s = ax * ax * mu / eps
+    rho = jnp.stack([0.0 * p["h"], 0.0 * p["h"], p["h"]]) - s
+    Ds = (jnp.diag(ax * ax) - jnp.outer(s, s)) / eps
+    E = jnp.zeros((3, 2)).at[0, 0].set(1.0).at[1, 1].set(1.0)
+    return jnp.concatenate([E, -R @ (_skew(rho) + Ds @ _skew(mu))], axis=1), rho, s
+
+
+def reduced_system(p):
+    """The rattleback as a left-trivialised :class:`~dalembert.systems.reduced.ReducedSystem` on
+    R² × SO(3): x = (x, y) the contact point on the plane (m), R = C the attitude (body to space,
+    N_z down), ξ = RᵀṘ the body angular velocity (rad/s).
+
+        G̃(R) = m JᵀJ + blockdiag(0₂, 𝕀)  (5 × 5),   V(R) = −m g (Rρ)_z,
+        μ̃(R) = (J + [0 | R[ρ]ₓ])_{x,y rows} = [I₂ | −(R Ds [μ]ₓ)_{x,y}]   (the contact at rest),
+
+    J from :func:`_reduced_maps`. With ``friction`` σ > 0 the force is PyDy's torque −σω in body
+    components: ``force = (0, −σξ)`` (N·m). The same body as the Euler-angle model
+    (:func:`reduced_state` maps its states), written without coordinates on SO(3)."""
+    from ..systems.reduced import ReducedSystem
+    m, g, sigma = p["m"], p["g"], p["friction"]
+    I = inertia(p)
+
+    def metric(x, R):
+        J, _, _ = _reduced_maps(p, R)
+        top = jnp.zeros((2, 5))
+        return m * J.T @ J + jnp.concatenate([top, jnp.concatenate([jnp.zeros((3, 2)), I], axis=1)], axis=0)
+
+    def potential(x, R):
+        _, rho, _ = _reduced_maps(p, R)
+        return -m * g * (R @ rho)[2]
+
+    def constraint_matrix(x, R):
+        J, rho, _ = _reduced_maps(p, R)
+        return (J + jnp.concatenate([jnp.zeros((3, 2)), R @ _skew(rho)], axis=1))[:2]
+
+    force = None
+    if not (isinstance(sigma, (int, float)) and sigma == 0.0):
+        def force(x, R, xdot, xi, t):
+            return jnp.zeros(2), -sigma * xi
+
+    return ReducedSystem(metric, constraint_matrix, potential=potential, shape_dim=2, trivialization="left",
+                         name="rattleback-so3", force=force)
+
+
+def reduced_state(q, v):
+    """{x0, R0, xdot0, xi0} of the reduced form from an Euler-angle state (q, q̇) (5,):
+    x = (q₃, q₄), R = C(q), ẋ = (q̇₃, q̇₄), ξ = J_ω(q) q̇."""
+    q, v = jnp.asarray(q, jnp.float64), jnp.asarray(v, jnp.float64)
+    return {"x0": np.asarray(q[3:5]), "R0": np.asarray(rotation(q)), "xdot0": np.asarray(v[3:5]),
+            "xi0": np.asarray(angular_velocity_map(q) @ v)}
+
+
+# ---------------------------------------------------------------------------------------------
 # the independent reference: body-frame Newton–Euler with the rolling constraint (NumPy)
 # ---------------------------------------------------------------------------------------------
 
@@ -291,6 +359,7 @@ def _build(p):
     system = _system(p)
     q0, v0 = initial_state(system, p)
     return Model("rattleback", p, system, q0, v0, NAMES, SOURCE, path=(3, 4), reference=_reference(p),
+                 forms={"reduced": reduced_system(p)},
                  invariants={"energy": system.energy} if p["friction"] == 0 else {},
                  default_method="nh-rattle-sym", default_h=0.001, default_t_final=5.0,
                  convergence_methods=("nh-rattle-sym", "nh-rattle-4"),

@@ -293,8 +293,8 @@ def find_view(system, accepted) -> View | None:
 
 def refuse_force(force, name: str) -> None:
     """One-line InputError for ``force=`` on a system kind that takes no non-conservative force
-    yet (the Lie-group kinds and the reduced form on Rⁿ × G); None passes."""
+    yet (a LeftInvariantSystem with its own reduced Lagrangian l(ω), a HeavyBodySystem); None passes."""
     if force is not None:
-        raise InputError(f"{name}: forces and torques are not available on this system kind yet; write the "
-                         f"system in generalized coordinates as dl.NonholonomicSystem(..., force=f(q, v, t)) "
-                         f"(e.g. the rattleback: dl.models.get('rattleback', friction=1e-4))")
+        raise InputError(f"{name}: forces and torques are not available on this system kind yet; write it as a "
+                         f"dl.EulerPoincareSuslovSystem or dl.LieNonholonomicSystem (force=τ(R, ω, t)), or in "
+                         f"generalized coordinates as dl.NonholonomicSystem(..., force=f(q, v, t))")

@@ -61,7 +61,7 @@ class LieNonholonomicSystem(LeftTrivialisedTorque, SystemKind):
         ``controls=``, or ``dl.integrate/dl.solve(..., controls=U)``). Declares the features
         "non-conservative forces" (and "controls"); the methods that accept them use the forced
         discrete Lagrange–d'Alembert principle; ``traj.work`` is ∫τ·ω dt
-        (:class:`~dalembert.systems.kind.LeftTrivialisedTorque`).
+        (:class:`~dalembert.systems.torque.LeftTrivialisedTorque`).
     controls : (N, c) array (one row per step) or callable t -> (c,), optional.
 
     Raises InputError for a force that is not callable, or controls without a force that takes

@@ -39,11 +39,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import linalg
+from .. import clock, linalg
 from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemDefinitionError
 from ..lie import so3
-from .kind import SystemKind, check_spd, checked_group, refuse_complex, refuse_force
+from .kind import SystemKind, check_spd, checked_group, refuse_complex
 
 _TRIVIALIZATIONS = ("left", "right")
 
@@ -104,6 +104,16 @@ class ReducedSystem(SystemKind):
     name : label used in trajectories and reports.
     holonomic_constraints : not supported: any value other than None raises InputError naming
         the way to write a configuration constraint (a ``NonholonomicSystem`` in coordinates).
+    force : optional traceable callable ``force(x, R, xdot, xi, t) -> (f_x, tau)``: the
+        non-conservative force on the shape, f_x (n,), in the shape coordinates' own units (N for
+        lengths), and the torque on the group, tau (3,), trivialised as ξ is (left: body frame,
+        N·m about the body axes; right: spatial frame), so that the power is f_x·ẋ + tau·ξ (W).
+        It enters G̃u̇ = f + (f_x, tau) + μ̃ᵀλ, the forced discrete Lagrange–d'Alembert principle of
+        the methods that accept forces (discrete forces f_d^± = (h/2)(f_x, tau) at the step's ends,
+        Marsden–West, Acta Numerica 2001, §3.2, left-trivialised on the group) and the reference;
+        ``traj.work`` is its work (:mod:`dalembert.engine.forcing`). Example: PyDy's rattleback
+        friction, ``lambda x, R, xd, xi, t: (jnp.zeros(2), -1e-4 * xi)``. Controls (a force that
+        takes u) are not available on this kind yet (InputError).
 
     Attributes ``group_metric`` and ``group_potential`` say whether G̃ and V depend on R.
 
@@ -113,6 +123,9 @@ class ReducedSystem(SystemKind):
 
     Raises
     ------
+    InputError : ``force`` not a callable, or one that takes a control; at the initial state
+        (:meth:`check_initial_state`) a force that fails, does not return a pair of shapes
+        ((n,), (3,)), or is not finite.
     SystemDefinitionError (an InputError) : metric not symmetric / not positive definite / wrong shape,
         a callable that fails or returns the wrong shape, rank-deficient constraint matrix,
         unknown trivialization, undeterminable shape_dim, an R-dependent metric or potential
@@ -135,8 +148,16 @@ class ReducedSystem(SystemKind):
     def __init__(self, metric, constraint_matrix, potential=None, constraint_rhs=None,
                  shape_dim=None, trivialization: str = "left", name: str = "reduced", group=None,
                  holonomic_constraints=None, force=None):
-        refuse_force(force, str(name))
         self.name = str(name)
+        if force is not None:
+            if not callable(force):
+                raise InputError(f"{name}: force must be a callable force(x, R, xdot, xi, t) -> (f_x (n,), tau (3,)); "
+                                 f"got {type(force).__name__}")
+            if positional_parameters(force) >= 6:
+                raise InputError(f"{name}: a force that takes a control u is not available on a ReducedSystem yet; "
+                                 f"write force(x, R, xdot, xi, t), or the system in coordinates as "
+                                 f"dl.NonholonomicSystem(..., force=f(q, v, t, u))")
+        self._external = force
         if holonomic_constraints is not None:
             raise InputError(f"{name}: ReducedSystem takes no configuration constraints (lie-gni, reduced-gni "
                              "and reduced-rattle impose none); write the system in coordinates as "
@@ -366,7 +387,98 @@ class ReducedSystem(SystemKind):
         adstar = self.group.ad_star(xi, m) if self.left else -self.group.ad_star(xi, m)
         if self.group_dependent:
             adstar = adstar + self.group.left_gradient(lambda S: lagrangian(x, S), R)
-        return jnp.concatenate([dldx, adstar]) - dGu
+        out = jnp.concatenate([dldx, adstar]) - dGu
+        return out + self.force(x, R, xdot, xi) if self.has_force else out
+
+    # --- the non-conservative force ---------------------------------------------------------------
+    @property
+    def has_force(self) -> bool:
+        """True if the system has a non-conservative force or torque (``force=``)."""
+        return self._external is not None
+
+    @property
+    def timed(self) -> bool:
+        """True if the system reads the engine's clock (a force): it is then stepped on the clock and
+        its work is accounted (:mod:`dalembert.engine.forcing`)."""
+        return self.has_force
+
+    #: no V(x, t) or ν̃(x, t) on this kind (their time is the force's only)
+    explicit_time = False
+
+    def force(self, x, R, xdot, xi, dt=0.0):
+        """(f_x, τ) concatenated, shape (n+3,), at the clock's time + dt (:mod:`dalembert.clock`):
+        the generalized force in the trivialised velocities u = (ẋ, ξ); zeros without one."""
+        if self._external is None:
+            return jnp.zeros((self.dim,), jnp.float64)
+        t = clock.now()[0] + dt
+        out = self._external(x, R, xdot, xi, t)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise InputError(f"{self.name}: force(x, R, xdot, xi, t) must return a pair (f_x ({self.n},), "
+                             f"tau ({self.group_dim},)); got {type(out).__name__}")
+        fx, tau = (jnp.asarray(a, jnp.float64) for a in out)
+        if fx.shape != (self.n,) or tau.shape != (self.group_dim,):
+            raise InputError(f"{self.name}: force(x, R, xdot, xi, t) returned shapes {fx.shape} and {tau.shape}; "
+                             f"expected f_x ({self.n},) and tau ({self.group_dim},) (the torque in the "
+                             f"{'body' if self.left else 'spatial'} frame)")
+        return jnp.concatenate([fx, tau])
+
+    def _check_force(self, x, R, xd, xi):
+        """InputError unless force(x0, R0, ẋ0, ξ0, t0) is finite with the right shapes."""
+        with jax.ensure_compile_time_eval():
+            try:
+                out = self.force(*(jnp.asarray(a) for a in (x, R, xd, xi)))
+            except InputError:
+                raise
+            except (TypeError, ValueError, IndexError) as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise InputError(f"{self.name}: force(x0, R0, xdot0, xi0, t) fails ({first}); it must return "
+                                 f"(f_x ({self.n},), tau ({self.group_dim},))") from None
+        if linalg.traced(out):
+            return
+        f = np.asarray(out)
+        if not np.all(np.isfinite(f)):
+            raise InputError(f"{self.name}: force(x0, R0, xdot0, xi0, t) is not finite "
+                             f"(f_x, tau = {np.array2string(f, precision=3)}); check the force at the initial state")
+
+    @property
+    def has_supply(self) -> bool:
+        """True if energy enters other than by the force: affine constraints (power λᵀν̃)."""
+        return self.affine
+
+    def power(self, x, R, xdot, xi, dt=0.0):
+        """P = f_x·ẋ + τ·ξ + λᵀν̃ (W) at the clock's time + dt: the power of the force and (affine
+        constraints) of the constraint force, λ the index-1 multiplier; dE/dt = P along the
+        equations of motion (E = ½uᵀG̃u + V)."""
+        u = self.velocity_vector(xdot, xi)
+        p = jnp.sum(self.force(x, R, xdot, xi, dt) * u)
+        if self.affine:
+            with clock.shifted(dt):
+                p = p + jnp.sum(self.multiplier(x, R, xdot, xi) * self.constraint_rhs(x, R))
+        return p
+
+    # the engine's work hooks (:mod:`dalembert.engine.forcing`): the node is ((x, R), (ẋ, ξ))
+    @staticmethod
+    def work_node(obs: dict):
+        """((x, R), (ẋ, ξ)) of a node observation: what the work quadrature reads."""
+        return (obs["x"], obs["R"]), (obs["xdot"], obs["xi"])
+
+    def work_increment(self, c0, u0, c1, u1, h):
+        """W_{k+1} − W_k by the trapezoidal rule on the power, h/2 (P_k + P_{k+1}) (second order)."""
+        return 0.5 * h * (self.power(*c0, *u0, 0.0) + self.power(*c1, *u1, h))
+
+    def power_and_rate(self, c, u, dt):
+        """(P, Ṗ) at a node: the power and its time derivative along the motion,
+        Ṗ = d/ds P(x + sẋ, R(I + sξ̂), ẋ + sẍ, ξ + sξ̇, t + s) at s = 0 (first order in s is all
+        the tangent needs), by forward-mode autodiff (the Hermite work rule of order 4)."""
+        (x, R), (xd, xi) = c, u
+        with clock.shifted(dt):
+            a = self.acceleration(x, R, xd, xi)
+        X = self.group.hat(xi)
+        Rdot = R @ X if self.left else X @ R
+
+        def p(s):
+            return self.power(x + s * xd, R + s * Rdot, xd + s * a[:self.n], xi + s * a[self.n:], dt + s)
+        return jax.jvp(p, (jnp.zeros((), jnp.float64),), (jnp.ones((), jnp.float64),))
 
     def multiplier(self, x, R, xdot, xi):
         """Continuous multiplier λ (m,): C̃λ = ν̃̇ − μ̃̇u − μ̃G̃⁻¹f (module doc)."""
@@ -399,10 +511,10 @@ class ReducedSystem(SystemKind):
     # --- the system-kind protocol -------------------------------------------------------------------
     def features(self, *state0) -> frozenset:
         """AFFINE_CONSTRAINTS (ν̃ given), CONFIGURATION_METRIC (a callable metric),
-        ATTITUDE_POTENTIAL (V depends on R), RIGHT_TRIVIALISED, GROUP_NOT_SO3."""
+        ATTITUDE_POTENTIAL (V depends on R), RIGHT_TRIVIALISED, GROUP_NOT_SO3, FORCES (``force=``)."""
         flags = {Feature.AFFINE_CONSTRAINTS: self.affine, Feature.CONFIGURATION_METRIC: not self.constant_metric,
                  Feature.ATTITUDE_POTENTIAL: self.group_potential, Feature.RIGHT_TRIVIALISED: not self.left,
-                 Feature.GROUP_NOT_SO3: not self.is_so3}
+                 Feature.GROUP_NOT_SO3: not self.is_so3, Feature.FORCES: self.has_force}
         return frozenset(f for f, on in flags.items() if on)
 
     def check_initial_state(self, x0, R0, xdot0, xi0, *, project: bool = False, tol: float = 1e-10):
@@ -415,7 +527,8 @@ class ReducedSystem(SystemKind):
         Raises
         ------
         InputError (shapes, non-finite values, R0 not a rotation, metric not SPD at x0),
-        ConstraintViolationError (with ``.residual``).
+        ConstraintViolationError (with ``.residual``); InputError for a force that fails or is
+        not finite at the initial state (at the clock's time: the run's t0).
         """
         n, d, Ng = self.n, self.group_dim, self.group.matrix_size
         x = np.asarray(x0, dtype=float)
@@ -437,6 +550,8 @@ class ReducedSystem(SystemKind):
             raise InputError(f"{self.name}: {bad_rotation}")
         if not self.constant_metric:
             self._check_metric(np.asarray(self.metric(jnp.asarray(x), jnp.asarray(R))), "metric(x0, R0)")
+        if self.has_force:
+            self._check_force(x, R, xd, xi)
         res = np.asarray(self.constraint_residual(jnp.asarray(x), jnp.asarray(R), jnp.asarray(xd), jnp.asarray(xi)))
         bound = tol * max(1.0, float(np.max(np.abs(np.concatenate([xd, xi])))))
         if np.max(np.abs(res)) > bound:
@@ -471,9 +586,10 @@ def _rhs_fn(system):
     q = Ng * Ng
 
     def make():
-        def f(y):
+        def f(t, y):
             x, R, xd, xi = y[:n], y[n:n + q].reshape(Ng, Ng), y[n + q:2 * n + q], y[2 * n + q:]
-            parts = system.vector_field(x, R, xd, xi)
+            with clock.at(t, 0):                     # a force reads the time of the ODE solver
+                parts = system.vector_field(x, R, xd, xi)
             return jnp.concatenate([a.ravel() for a in parts])
         return jax.jit(f)
     return cached(system, "reference rhs", make)
@@ -485,7 +601,8 @@ def reference_solution(system: ReducedSystem, x0, R0, xdot0, xi0, t, rtol: float
 
     Parameters
     ----------
-    system : ReducedSystem.  x0 (n,), R0 (3, 3), xdot0 (n,), xi0 (3,): a consistent state at t[0].
+    system : ReducedSystem.  x0 (n,), R0 (3, 3), xdot0 (n,), xi0 (3,): a consistent state at t[0]
+        (a force is evaluated at the solver's times, so t[0] is the run's t0).
     t : (N,) increasing output times.  rtol, atol : SciPy tolerances.
 
     Returns
@@ -505,7 +622,7 @@ def reference_solution(system: ReducedSystem, x0, R0, xdot0, xi0, t, rtol: float
     y0 = np.concatenate([np.asarray(x0, float).ravel(), np.asarray(R0, float).ravel(),
                          np.asarray(xdot0, float).ravel(), np.asarray(xi0, float).ravel()])
     t = np.asarray(t, float)
-    sol = solve_ivp(lambda _, y: np.asarray(f(jnp.asarray(y))), (t[0], t[-1]), y0, method="DOP853",
+    sol = solve_ivp(lambda tau, y: np.asarray(f(tau, jnp.asarray(y))), (t[0], t[-1]), y0, method="DOP853",
                     t_eval=t, rtol=rtol, atol=atol)
     if not sol.success:
         raise ConvergenceError(f"reference ODE solver failed: {sol.message}", step=-1,
