@@ -25,9 +25,12 @@ p = G v.
   vector (18a) of the Gonzalez DG (order 2, energy and constraints still exact).
   Reported: q_k, p_k, v_k = G⁻¹p_k (which satisfies the constraint).
 
-Both solve their step by simplified Newton (the reverse-mode Jacobian at the predictor, factored
-once per step; :func:`~dalembert.solvers.newton.newton`), as the DG methods do: the Jacobian of
-these residuals (through the Householder basis for gonzalez-r) dominates the cost of a step.
+Both solve their step by simplified Newton (the Jacobian at the predictor, factored once per step;
+:func:`~dalembert.solvers.newton.newton`), as the DG methods do: the Jacobian of these residuals
+(through the Householder basis for gonzalez-r) dominates the cost of a step. gonzalez-f forms it in
+forward mode (reverse with ``autodiff="rev"``) from a predictor on the constraints (the explicit
+Euler step with its momentum projected onto them); timings in docs/benchmarks.md ("The IFToMM
+uncontrolled bicycle").
 """
 from __future__ import annotations
 
@@ -58,7 +61,10 @@ class GonzalezF(Method):
     G-orthogonally onto the node constraints (Φ; μ)(q_{k+1}) G⁻¹p = 0 and rescaled to its kinetic
     energy before the projection, so that both kinds of constraint hold at the node as well as
     the energy (Hairer–Lubich–Wanner, Geometric Numerical Integration, §IV.4, projection onto
-    several invariants; the rescaling keeps linear constraints). Order 2, not self-adjoint."""
+    several invariants; the rescaling keeps linear constraints); ``autodiff`` "fwd" (default) or
+    "rev", the mode of the Newton matrix's autodiff (the same iterates to round-off; forward was
+    faster on every model measured: the bicycle 2×, the sleigh and the tilting disk 1.4–1.6×).
+    Order 2, not self-adjoint."""
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER,
               node_projection: bool = False, autodiff: str = "fwd") -> Scheme:
