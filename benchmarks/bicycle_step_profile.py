@@ -95,7 +95,8 @@ def main(argv=None):
             print(f"{mname} h={h}: metric {X.energy_metric(tr.energy):.2e} %, CPU {cpu:.3f} s, "
                   f"{cpu / round(a.t_final / h) * 1e6:.0f} µs/step, newton {nw}, phi "
                   f"{float(np.max(np.abs(tr.holonomic_residual))):.1e}, rolling "
-                  f"{float(np.max(np.abs(tr.constraint_residual))):.1e}, first+run wall {time.perf_counter() - w:.0f} s",
+                  f"{float(np.max(np.abs(tr.constraint_residual))):.1e}, "
+                  f"first+run wall {time.perf_counter() - w:.0f} s",
                   flush=True)
     print("load", os.getloadavg())
 

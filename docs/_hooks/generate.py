@@ -334,7 +334,8 @@ def figure_key(dl, model) -> str:
              for k, v in model.initial_state.items()}
     what = {"model": model.name, "params": {k: repr(v) for k, v in sorted(model.params.items())},
             "method": str(model.default_method),
-            "options": {k: repr(v) for k, v in sorted(model.default_options.items())}, "h": repr(h), "steps": n, "state": state,
+            "options": {k: repr(v) for k, v in sorted(model.default_options.items())},
+            "h": repr(h), "steps": n, "state": state,
             "path": [model.path_array, list(model.path)], "coordinates": list(model.coordinates),
             "source": source_digest(dl), "versions": [dl.__version__, jax.__version__, jaxlib.__version__,
                                                       np.__version__, matplotlib.__version__]}
@@ -390,7 +391,8 @@ def models_page(dl, files, figures: dict) -> str:
     ]
     models = {name: dl.models.get(name) for name in specs}
     for name, m in models.items():
-        lines.append(f"| [`{name}`](#{name}) | `{m.system.kind}` | `{m.default_method}`{_fmt_options(m.default_options)} | "
+        lines.append(f"| [`{name}`](#{name}) | `{m.system.kind}` | "
+                     f"`{m.default_method}`{_fmt_options(m.default_options)} | "
                      f"{md(_solution_type(m).split(' (')[0])} |")
     lines.append("")
     for name, s in specs.items():

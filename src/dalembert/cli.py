@@ -180,7 +180,8 @@ def _model_details(name) -> list:
            "the model's reference solution" if mdl.reference is not None else "reference ODE (DOP853, rtol = atol = 1e-13)")
     opts = (" (options " + ", ".join(f"{k}={v!r}" for k, v in mdl.default_options.items()) + ")"
             if mdl.default_options else "")
-    out.append(f"  defaults: --method {mdl.default_method}{opts} --h {mdl.default_h:g} --t-final {mdl.default_t_final:g}")
+    out.append(f"  defaults: --method {mdl.default_method}{opts} --h {mdl.default_h:g} "
+               f"--t-final {mdl.default_t_final:g}")
     out.append(f"  solution: {sol}")
     fits = methods_for(mdl.system, mdl.state0())
     out.append(f"  methods that accept it ({len(fits)}; `dalembert list --method NAME` for one):")

@@ -34,7 +34,8 @@ def gen(monkeypatch):
 
 def fake(name="ball", **changes):
     m = dict(name=name, params={"r": 1.0}, default_h=0.1, default_t_final=1.0, default_method="nh-rattle",
-             default_options={}, initial_state={"q0": np.zeros(2), "v0": np.ones(2)}, path_array="q", path=(0, 1), coordinates=("x", "y"))
+             default_options={}, initial_state={"q0": np.zeros(2), "v0": np.ones(2)}, path_array="q", path=(0, 1),
+             coordinates=("x", "y"))
     m.update(changes)
     return SimpleNamespace(**m)
 
