@@ -122,7 +122,8 @@ def test_constraints_at_round_off_along_a_run(bicycle):
     2-core machine): the default run (gonzalez-f with node_projection, h = 2e-3, the IFToMM
     manoeuvre M2 for 2 s) keeps |φ(q)| ≤ 1e-14 and the rolling residual ≤ 1e-11 at every node; the
     energy's relative range is ≤ 1e-6 (the bounds set for nh-rattle-sym, the earlier default:
-    measured 1.1e-16, 7.0e-13, 2.7e-7; gonzalez-f holds all three at round-off)."""
+    measured 1.1e-16, 7.0e-13, 2.7e-7; gonzalez-f: the largest constraint residual 4.5e-15, the
+    energy's relative error 4.4e-14, with 4.3 Newton iterations per step)."""
     tr = dl.integrate(bicycle.system, bicycle.default_method, q0=bicycle.q0, v0=bicycle.v0, h=bicycle.default_h,
                       t_final=bicycle.default_t_final, progress=False, **bicycle.default_options)
     assert np.max(np.abs(tr.holonomic_residual)) <= 1e-14
