@@ -112,6 +112,11 @@ def _theory_links(text: str, files, page: str) -> list:
     return out
 
 
+def _fmt_options(options: dict) -> str:
+    """' with `k=v`, …' for a default method's build options ('' for none)."""
+    return (" with " + ", ".join(f"`{k}={v!r}`" for k, v in options.items())) if options else ""
+
+
 def _fmt_number(x) -> str:
     if isinstance(x, bool):
         return str(x)
@@ -263,7 +268,7 @@ def _figure(dl, model):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         traj = dl.integrate(model.system, model.default_method, h=h, t_final=t_final, progress=False,
-                            **model.initial_state)
+                            **model.default_options, **model.initial_state)
     seconds = time.perf_counter() - t0
     arr = np.asarray(getattr(traj, model.path_array))
     arr = arr.reshape(arr.shape[0], -1)
@@ -283,7 +288,8 @@ def _figure(dl, model):
     fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
     caption = (f"{label(j)} against {label(i)} ({model.path_array} components {i} and {j}) over "
-               f"{n} steps of `{model.default_method}`, h = {h:g}, from the default initial state")
+               f"{n} steps of `{model.default_method}`{_fmt_options(model.default_options)}, h = {h:g}, "
+               f"from the default initial state")
     notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
     return buf.getvalue(), caption, seconds, notes
 
@@ -327,7 +333,9 @@ def figure_key(dl, model) -> str:
     state = {k: [str(np.asarray(v).dtype), list(np.shape(v)), np.asarray(v, float).tobytes().hex()]
              for k, v in model.initial_state.items()}
     what = {"model": model.name, "params": {k: repr(v) for k, v in sorted(model.params.items())},
-            "method": str(model.default_method), "h": repr(h), "steps": n, "state": state,
+            "method": str(model.default_method),
+            "options": {k: repr(v) for k, v in sorted(model.default_options.items())},
+            "h": repr(h), "steps": n, "state": state,
             "path": [model.path_array, list(model.path)], "coordinates": list(model.coordinates),
             "source": source_digest(dl), "versions": [dl.__version__, jax.__version__, jaxlib.__version__,
                                                       np.__version__, matplotlib.__version__]}
@@ -383,7 +391,8 @@ def models_page(dl, files, figures: dict) -> str:
     ]
     models = {name: dl.models.get(name) for name in specs}
     for name, m in models.items():
-        lines.append(f"| [`{name}`](#{name}) | `{m.system.kind}` | `{m.default_method}` | "
+        lines.append(f"| [`{name}`](#{name}) | `{m.system.kind}` | "
+                     f"`{m.default_method}`{_fmt_options(m.default_options)} | "
                      f"{md(_solution_type(m).split(' (')[0])} |")
     lines.append("")
     for name, s in specs.items():
@@ -410,7 +419,8 @@ def models_page(dl, files, figures: dict) -> str:
         lines += [
             f"- System: `{type(m.system).__name__}` (kind `{m.system.kind}`), coordinates "
             f"{', '.join(f'`{c}`' for c in m.coordinates)}",
-            f"- Defaults: method [`{m.default_method}`](methods.md), h = {_fmt_number(m.default_h)}, "
+            f"- Defaults: method [`{m.default_method}`](methods.md){_fmt_options(m.default_options)}, "
+            f"h = {_fmt_number(m.default_h)}, "
             f"T = {_fmt_number(m.default_t_final)}",
             f"- Initial state: {state}",
             f"- Solution: {md(_solution_type(m))}",

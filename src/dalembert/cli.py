@@ -178,7 +178,10 @@ def _model_details(name) -> list:
             for k, v in mdl.initial_state.items()]
     sol = ("exact" if mdl.has_exact_solution else
            "the model's reference solution" if mdl.reference is not None else "reference ODE (DOP853, rtol = atol = 1e-13)")
-    out.append(f"  defaults: --method {mdl.default_method} --h {mdl.default_h:g} --t-final {mdl.default_t_final:g}")
+    opts = (" (options " + ", ".join(f"{k}={v!r}" for k, v in mdl.default_options.items()) + ")"
+            if mdl.default_options else "")
+    out.append(f"  defaults: --method {mdl.default_method}{opts} --h {mdl.default_h:g} "
+               f"--t-final {mdl.default_t_final:g}")
     out.append(f"  solution: {sol}")
     fits = methods_for(mdl.system, mdl.state0())
     out.append(f"  methods that accept it ({len(fits)}; `dalembert list --method NAME` for one):")
@@ -413,7 +416,7 @@ def _run(model, method_name, h, t_final, params, inits, save_every, out, project
         metadata={"model": mdl.name, "parameters": mdl.params, **({"model_ref": model} if user else {}), **reuse},
         checkpoint=outdir / "checkpoint.npz" if method.compiled else None, keep_checkpoint=True,
         checkpoint_every=checkpoint_every if checkpoint else math.inf,
-        stream=outdir / "trajectory.h5" if stream else None, **state, **engine), outdir,
+        stream=outdir / "trajectory.h5" if stream else None, **mdl.options_for(method), **state, **engine), outdir,
         deferred=method.compiled)
     _test_pause()
     _finish(traj, mdl, outdir, t0, no_plots, animate, animation_format)
@@ -931,7 +934,7 @@ def sweep(model, members, vary, method_name, h, t_final, params, inits, save_eve
     ens = dl.sweep(mdl.system, method, out=outdir, h=mdl.default_h if h is None else h,
                    t_final=mdl.default_t_final if t_final is None else t_final, save_every=save_every,
                    keep=kept, project=project, members_per_task=members_per_task, workers=workers,
-                   client=scheduler, **states)
+                   client=scheduler, **mdl.options_for(method), **states)
     sw = ens.metadata["sweep"]
     summary = {"model": mdl.name, "parameters": mdl.params, "method": method.name, "members": len(ens),
                "failed": ens.failed.tolist(), "tasks": sw["tasks"], "tasks_run": sw["tasks_run"],

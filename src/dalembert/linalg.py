@@ -153,6 +153,29 @@ def forward_solve(L, b):
     return x[:, 0] if vec else x
 
 
+@jax.custom_jvp
+def spd_solve(A, b):
+    """A⁻¹b for a symmetric positive definite A (n, n) by its Cholesky factor, as :func:`solve_spd`,
+    with the derivative d(A⁻¹b) = A⁻¹(db − dA A⁻¹b) applied by the same factor instead of
+    differentiating the factorisation and its substitutions. b: (n,) or (n, k).
+
+    The values are those of :func:`solve_spd`; its derivatives agree to round-off. Both modes and
+    higher orders go through the rule (a custom JVP, transposed for reverse mode). On the Whipple
+    bicycle (n = 8) the program of a Gonzalez step's Jacobian is ⅓ smaller with it in the
+    Hamiltonian ½ pᵀG⁻¹p (docs/benchmarks.md, "The IFToMM uncontrolled bicycle").
+    """
+    return cho_solve(cholesky(A), b)
+
+
+@spd_solve.defjvp
+def _spd_solve_jvp(primals, tangents):
+    A, b = primals
+    dA, db = tangents
+    L = cholesky(A)
+    x = cho_solve(L, b)
+    return x, cho_solve(L, db - (mv(dA, x) if x.ndim == 1 else mm(dA, x)))
+
+
 def solve_spd(A, b):
     """Solve A x = b for symmetric positive definite A (n, n).  b: (n,) or (n, k)."""
     return cho_solve(cholesky(A), b)

@@ -34,7 +34,8 @@ def gen(monkeypatch):
 
 def fake(name="ball", **changes):
     m = dict(name=name, params={"r": 1.0}, default_h=0.1, default_t_final=1.0, default_method="nh-rattle",
-             initial_state={"q0": np.zeros(2), "v0": np.ones(2)}, path_array="q", path=(0, 1), coordinates=("x", "y"))
+             default_options={}, initial_state={"q0": np.zeros(2), "v0": np.ones(2)}, path_array="q", path=(0, 1),
+             coordinates=("x", "y"))
     m.update(changes)
     return SimpleNamespace(**m)
 
@@ -48,6 +49,7 @@ def test_a_figure_is_drawn_once_for_the_same_inputs(gen, tmp_path):
 
 
 @pytest.mark.parametrize("change", [{"params": {"r": 2.0}}, {"default_h": 0.05}, {"default_method": "gni-euler-a"},
+                                    {"default_options": {"rtol": 1e-12}},
                                     {"initial_state": {"q0": np.zeros(2), "v0": np.array([1.0, 2.0])}},
                                     {"default_t_final": 0.5}])
 def test_another_input_draws_it_again_and_replaces_the_old_figure(gen, tmp_path, change):

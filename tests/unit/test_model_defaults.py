@@ -32,7 +32,8 @@ MEASURED = {
     "tilting-disk-centre": (4.66e-13, 2.70e-09, 4.18e-08),
     "sleigh-pendulum": (8.32e-14, 2.85e-04, 1.22e-04),
     "vertical-rolling-disk": (1.93e-16, 7.95e-08, 1.63e-05),
-    "whipple-bicycle": (7.03e-13, 2.65e-07, 2.58e-06),
+    # gonzalez-f with node_projection (2026-12-07; nh-rattle-sym before: 7.03e-13, 2.65e-07, 2.58e-06)
+    "whipple-bicycle": (4.47e-15, 4.41e-14, 9.59e-08),
     # nh-rattle-sym at h = 0.001 to t = 5 across the spin reversal (the pitch mode at ~10² rad/s)
     "rattleback": (5.33e-14, 9.97e-03, 2.58e-01),
 }
@@ -53,7 +54,7 @@ def test_default_run_is_stable_and_follows_the_solution(name):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         traj = dl.integrate(mdl.system, mdl.default_method, h=mdl.default_h, t_final=mdl.default_t_final,
-                            save_every=7, **mdl.initial_state)
+                            save_every=7, **mdl.default_options, **mdl.initial_state)
     ours = [str(w.message) for w in caught      # (not another thread's, e.g. a server of another test)
             if w.category.__module__.startswith("dalembert") or "dalembert" in str(w.filename)]
     assert ours == []
@@ -70,3 +71,29 @@ def test_default_run_is_stable_and_follows_the_solution(name):
     got, want = np.asarray(getattr(traj, a))[k], np.asarray(ref[a])[-1]
     assert np.max(np.abs(got - want)) <= allowed(m_path) * max(1.0, float(np.max(np.abs(want)))), (
         f"{name} · {mdl.default_method}: {a}(t = {traj.t[k]:g}) = {got} against the {label} {want}")
+
+
+@pytest.mark.parametrize("name", sorted(dl.models.available()))
+def test_default_options_are_build_options_of_the_default_method(name):
+    """A model's default_options name keyword options of its default method's build (a typo would
+    only fail at the first run), and are given to that method alone (Model.options_for)."""
+    import inspect
+    mdl = dl.models.get(name)
+    if mdl.default_method == "auto":
+        assert mdl.default_options == {}
+        return
+    build = inspect.signature(dl.methods.get(mdl.default_method).build).parameters
+    keyword = {k for k, p in build.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert set(mdl.default_options) <= keyword, (name, mdl.default_options, keyword)
+    assert mdl.options_for(mdl.default_method) == mdl.default_options
+    assert mdl.options_for(dl.methods.get(mdl.default_method)) == mdl.default_options
+    other = next(m for m in dl.methods.available() if m != mdl.default_method)
+    assert mdl.options_for(other) == {}
+
+
+def test_the_bicycle_defaults_to_the_energy_benchmark_winner():
+    """The IFToMM energy benchmark's winner (experiments/iftomm_bicycle.py ENERGY_METHOD) is the
+    bicycle's default, with its options."""
+    from dalembert.experiments.iftomm_bicycle import ENERGY_METHOD
+    mdl = dl.models.get("whipple-bicycle")
+    assert (mdl.default_method, mdl.default_options) == ENERGY_METHOD == ("gonzalez-f", {"node_projection": True})

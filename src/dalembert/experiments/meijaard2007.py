@@ -170,10 +170,10 @@ def fit_modes(t, roll, t_start, n_real=1):
     return fit.x[0], fit.x[1], list(fit.x[5::2]), float(np.max(np.abs(fit.fun)))
 
 
-def _run(system, speed, roll_rate, h, t_final, method):
+def _run(system, speed, roll_rate, h, t_final, method, options=None):
     from ..engine import integrate
     q0, v0 = wb.upright_state(speed, roll_rate)
-    return integrate(system, method, q0=q0, v0=v0, h=h, t_final=t_final, progress=False)
+    return integrate(system, method, q0=q0, v0=v0, h=h, t_final=t_final, progress=False, **(options or {}))
 
 
 def _forward_speed(traj, t_from):
@@ -258,7 +258,7 @@ def meijaard2007(quick, out):
     runs = {5.0: (1e-2, 6.0, 1.0), 3.0: (1e-4, 3.0, 1.0), 7.0: (1e-2, 12.0, 4.0)}
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     for ax, (speed, (rate, T, t_fit)) in zip(axes, runs.items()):
-        tr = _run(system, speed, rate, h, T, method)
+        tr = _run(system, speed, rate, h, T, method, model.default_options)
         t, roll = np.asarray(tr.t), np.asarray(tr.q)[:, wb.ROLL]
         v_mean = _forward_speed(tr, t_fit)
         lin = lateral_eigenvalues(system, v_mean)

@@ -25,9 +25,12 @@ p = G v.
   vector (18a) of the Gonzalez DG (order 2, energy and constraints still exact).
   Reported: q_k, p_k, v_k = G⁻¹p_k (which satisfies the constraint).
 
-Both solve their step by simplified Newton (the reverse-mode Jacobian at the predictor, factored
-once per step; :func:`~dalembert.solvers.newton.newton`), as the DG methods do: the Jacobian of
-these residuals (through the Householder basis for gonzalez-r) dominates the cost of a step.
+Both solve their step by simplified Newton (the Jacobian at the predictor, factored once per step;
+:func:`~dalembert.solvers.newton.newton`), as the DG methods do: the Jacobian of these residuals
+(through the Householder basis for gonzalez-r) dominates the cost of a step. gonzalez-f forms it in
+forward mode (reverse with ``autodiff="rev"``) from a predictor on the constraints (the explicit
+Euler step with its momentum projected onto them); timings in docs/benchmarks.md ("The IFToMM
+uncontrolled bicycle").
 """
 from __future__ import annotations
 
@@ -58,15 +61,22 @@ class GonzalezF(Method):
     G-orthogonally onto the node constraints (Φ; μ)(q_{k+1}) G⁻¹p = 0 and rescaled to its kinetic
     energy before the projection, so that both kinds of constraint hold at the node as well as
     the energy (Hairer–Lubich–Wanner, Geometric Numerical Integration, §IV.4, projection onto
-    several invariants; the rescaling keeps linear constraints). Order 2, not self-adjoint."""
+    several invariants; the rescaling keeps linear constraints); ``autodiff`` "fwd" (default) or
+    "rev", the mode of the Newton matrix's autodiff (the same iterates to round-off; forward was
+    faster on every model measured: the bicycle 2×, the sleigh and the tilting disk 1.4–1.6×).
+    Order 2, not self-adjoint."""
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER,
-              node_projection: bool = False) -> Scheme:
+              node_projection: bool = False, autodiff: str = "fwd") -> Scheme:
+        if autodiff not in ("fwd", "rev"):
+            raise InputError(f"autodiff must be 'fwd' or 'rev'; got {autodiff!r}")
+        jac = jax.jacfwd if autodiff == "fwd" else jax.jacrev
         n = jnp.asarray(q0).shape[0]
 
         def H(z):
             return system.hamiltonian(z[:n], z[n:])
 
+        grad = jax.grad(H)
         dg = gonzalez(H)
         # configuration constraints φ(q) = 0 (k rows, first in constraint_matrix): their impulse acts
         # along Φ̄(q, q'), the Gonzalez discrete gradient of each φ_i, and φ(q') = 0 is imposed, so
@@ -98,19 +108,33 @@ class GonzalezF(Method):
             def F(u):
                 return F_scaled(u)[0]
 
-            g0 = jax.grad(H)(z)
-            u0 = jnp.concatenate([state.q + h * g0[n:], state.p - h * g0[:n], jnp.zeros(r)])
+            g0 = grad(z)
+            u0 = _predictor(system, state.q + h * g0[n:], state.p - h * g0[:n], r)
             if k:   # the Gonzalez quotients' round-off grows like ε|H|/|Δz|: a componentwise test
-                res = newton(F_scaled, u0, jacobian=jax.jacrev(F), rtol=rtol, max_iter=max_iter,
+                res = newton(F_scaled, u0, jacobian=jac(F), rtol=rtol, max_iter=max_iter,
                              simplified=True, has_scale=True)
             else:
-                res = newton(F, u0, jacobian=jax.jacrev(F), rtol=rtol, max_iter=max_iter, simplified=True)
+                res = newton(F, u0, jacobian=jac(F), rtol=rtol, max_iter=max_iter, simplified=True)
             q1, p1 = res.x[:n], res.x[n:2 * n]
             if node_projection:
                 p1 = _energy_preserving_projection(system, q1, p1)
             return MomentumState(q1, p1), StepInfo.of(res)
 
         return Scheme(momentum_init(system), step, momentum_observe(system.factor_metric))
+
+
+def _predictor(system, q1, p1, r):
+    """The Newton guess (q', p', hλ) (2n + r,) from the explicit Euler step (q1, p1): p1 projected
+    G-orthogonally onto the velocity constraints at q1, (Φ; μ)(q1) G⁻¹p = 0, p1 + Mᵀs, and hλ = s,
+    the impulse that does it. Without it (hλ = 0 and the unconstrained Euler momentum) the guess is
+    O(h) from the root in p and hλ, with it O(h²): on the Whipple bicycle (h = 0.04) 8–9 simplified
+    Newton iterations per step become 5 (docs/benchmarks.md, "The IFToMM uncontrolled bicycle")."""
+    if r == 0:
+        return jnp.concatenate([q1, p1])
+    f = system.factor_metric(q1)
+    M = system.constraint_matrix(q1)
+    s = -linalg.solve_spd(linalg.mm(M, f.solve(M.T)), linalg.mv(M, f.solve(p1)))
+    return jnp.concatenate([q1, p1 + linalg.vm(s, M), s])
 
 
 def _energy_preserving_projection(system, q, p):

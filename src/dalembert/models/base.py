@@ -66,6 +66,9 @@ class Model:
     path_array : the Trajectory array whose components ``path`` are drawn (default "q").
     source : where the model and its data come from.
     default_method, default_h, default_t_final : what ``dalembert run MODEL`` uses.
+    default_options : the build options of ``default_method`` (e.g. ``{"node_projection": True}``),
+        passed with it wherever the default method runs (``dalembert run MODEL`` without
+        ``--method``, the gallery's figures, ``default_run``); never to another method.
     almost_poisson : None or the hand-derived AlmostPoissonSystem in adapted coordinates
         ζ = (q, ρ) (Celledoni et al. 2019), with ``reduce(q, v) -> ζ`` and ``lift(ζ) -> (q, v)``.
     """
@@ -100,6 +103,9 @@ class Model:
     #: (q, v) model the GNI family's nh-rattle, gni-euler-a and gni-euler-b (orders 2, 1, 1), else
     #: the default method
     convergence_methods: tuple | None = None
+    #: the build options of ``default_method`` (e.g. ``{"node_projection": True}``), used with it
+    #: wherever the default method runs (:meth:`options_for`); never given to another method
+    default_options: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.convergence_methods is None:
@@ -119,6 +125,12 @@ class Model:
             return self.exact_solution(t, q0, v0)
         q, v, _ = reference_solution(self.system, q0, v0, t)
         return q, v
+
+    def options_for(self, method) -> dict:
+        """The build options to run ``method`` (a name or a Method) with on this model: a copy of
+        :attr:`default_options` for the default method, ``{}`` for any other."""
+        name = getattr(method, "name", method)
+        return dict(self.default_options) if name == self.default_method else {}
 
     def state0(self) -> tuple:
         """The default initial state as float64 arrays in ``system.state_names`` order."""

@@ -606,8 +606,13 @@ class NonholonomicSystem(SystemKind):
         return self.kinetic_energy(q, v) + self.potential(q)
 
     def hamiltonian(self, q, p):
-        """H(q, p) = ½ pᵀ G⁻¹ p + V(q) (J)."""
-        return 0.5 * jnp.sum(p * self.factor_metric(q).solve(p)) + self.potential(q)
+        """H(q, p) = ½ pᵀ G⁻¹ p + V(q) (J). For a q-dependent metric G⁻¹p is
+        :func:`~dalembert.linalg.spd_solve`, whose derivatives are applied by the factor, not
+        differentiated through it: ∂H/∂q = −½ vᵀ(∂G/∂q)v + ∇V with v = G⁻¹p (the methods that
+        differentiate H, and differentiate it again for their Newton matrices, get smaller programs)."""
+        if self.constant_factor(q) is not None:
+            return 0.5 * jnp.sum(p * self.factor_metric(q).solve(p)) + self.potential(q)
+        return 0.5 * jnp.sum(p * linalg.spd_solve(self.mass_matrix(q), p)) + self.potential(q)
 
     def constraint_residual(self, q, v, dt=0.0):
         """μ(q) v − ν(q) (ν at the clock's time + dt), shape (m,)."""
