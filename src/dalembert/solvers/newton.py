@@ -105,6 +105,7 @@ def newton(
     max_iter: int = MAX_ITER,
     simplified: bool = False,
     has_scale: bool = False,
+    atol=None,
 ) -> NewtonResult:
     """Solve F(x) = 0 by Newton's method.
 
@@ -122,6 +123,10 @@ def newton(
         every iteration (see module doc).
     has_scale : F also returns S; the test is then componentwise, each unknown to its own
         tolerance or round-off floor: ``|Δx_i| ≤ max(rtol (1 + |x_i|), ROUNDOFF · ε · S_i)``.
+    atol : optional scalar (traceable, without ``has_scale``): an update ``‖Δx‖∞ ≤ atol`` that
+        is no smaller than half the previous one (the iteration stalled) is accepted too — for
+        unknowns that are increments of a larger state, whose equations see that state only to
+        its ulp (:func:`dalembert.methods.gni_symmetric._newton_step`).
 
     Returns
     -------
@@ -157,6 +162,8 @@ def newton(
             ok = jnp.all(jnp.abs(dx) <= tol) | (stalled & (err <= floor))
         else:
             ok = err <= rtol * (1.0 + size)
+            if atol is not None:       # stalled (no longer contracting) at or below atol
+                ok = ok | ((err >= 0.5 * err_prev) & (err <= atol))
         diverging = (it >= 2) & (err > 1e4 * err0)
         done = ok | ~finite | diverging
         return x_new, finite, it + 1, done, err0, jnp.minimum(err_min, err / (1.0 + size)), ok, err
