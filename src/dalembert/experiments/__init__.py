@@ -9,3 +9,4 @@ from . import celledoni2019  # noqa: F401,E402  (energy-preserving DG integrator
 from . import meijaard2007  # noqa: F401,E402  (the Whipple bicycle benchmark, Meijaard et al. 2007; Basu-Mandal et al. 2007)
 from . import eulers_disk  # noqa: F401,E402  (Euler's disk: relative equilibrium, Moffatt 2000)
 from . import iftomm_bicycle  # noqa: F401,E402  (IFToMM uncontrolled bicycle: manoeuvres M1–M3 and the energy-efficiency test)
+from . import rattleback  # noqa: F401,E402  (the rattleback over long times: energy, reversals, friction)

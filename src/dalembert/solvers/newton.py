@@ -108,6 +108,7 @@ def newton(
     simplified: bool = False,
     has_scale: bool = False,
     estimate: bool = False,
+    atol=None,
 ) -> NewtonResult:
     """Solve F(x) = 0 by Newton's method.
 
@@ -130,6 +131,10 @@ def newton(
         θ ≥ 1/2), instead of |Δx| itself: the iterate is returned as soon as the
         error left in it is within the tolerance, one iteration earlier than the plain test when
         the iteration contracts fast (Hairer–Wanner, Solving ODEs II, §IV.8, (8.10)–(8.11)).
+    atol : optional scalar (traceable, without ``has_scale``): an update ``‖Δx‖∞ ≤ atol`` that
+        is no smaller than half the previous one (the iteration stalled) is accepted too — for
+        unknowns that are increments of a larger state, whose equations see that state only to
+        its ulp (:func:`dalembert.methods.gni_symmetric._newton_step`).
 
     Returns
     -------
@@ -176,6 +181,8 @@ def newton(
             ok = jnp.all(eta * jnp.abs(dx) <= tol) | (stalled & (err <= floor))
         else:
             ok = eta * err <= rtol * (1.0 + size)
+            if atol is not None:       # stalled (no longer contracting) at or below atol
+                ok = ok | ((err >= 0.5 * err_prev) & (err <= atol))
         diverging = (it >= 2) & (err > 1e4 * err0)
         done = ok | ~finite | diverging
         return finite, it + 1, done, err0, jnp.minimum(err_min, err / (1.0 + size)), ok, err
