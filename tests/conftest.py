@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -27,7 +28,6 @@ FULL = os.environ.get("DALEMBERT_FULL_CONFORMANCE", "").strip() == "1"
 def pytest_collection_modifyitems(config, items):
     if FULL:
         return
-    import pytest
     skip = pytest.mark.skip(reason="in the full suite (DALEMBERT_FULL_CONFORMANCE=1)")
     for item in items:
         if "full" in item.keywords:
@@ -88,3 +88,18 @@ def pytest_unconfigure(config):
     if _docs_build is not None and _docs_build.poll() is None:
         os.killpg(_docs_build.pid, signal.SIGTERM)          # the wrapper and its mkdocs process
         _docs_build.wait(timeout=30)
+
+
+@pytest.fixture
+def compile_counter(monkeypatch):
+    """A one-element list counting dalembert's program compiles (calls of
+    ``dalembert.engine.programs.compile_program``) from now on; reset it with ``counter[0] = 0``."""
+    from dalembert.engine import programs
+    count = [0]
+    real = programs.compile_program
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+    monkeypatch.setattr(programs, "compile_program", counted)
+    return count

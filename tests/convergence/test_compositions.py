@@ -287,20 +287,13 @@ def test_compose_refuses_what_it_cannot_raise():
         dl.methods.compose("nh-rattle-4", "suzuki-4")
 
 
-def test_equal_compositions_share_one_program(monkeypatch):
+def test_equal_compositions_share_one_program(compile_counter):
     """Two compose() calls with the same base and coefficients give equal methods (equal hash):
     the second run compiles nothing and equals the first bit for bit (before: a Method compared
     by identity, so each new but equal composition compiled its start and chunk programs again).
     Other coefficients (or another name) give another method, which compiles its own program and
     another trajectory (the negative control)."""
-    from dalembert.engine import programs
-    compiles = [0]
-    real = programs.compile_program
-
-    def counted(lowered):
-        compiles[0] += 1
-        return real(lowered)
-    monkeypatch.setattr(programs, "compile_program", counted)
+    compiles = compile_counter
     mdl = dl.models.get("gearbox")
     kw = dict(h=0.1, t_final=2.0, progress=False, **mdl.initial_state)
     a, b = (dl.methods.compose("nh-rattle-sym", "triple-jump-4") for _ in range(2))

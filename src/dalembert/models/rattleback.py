@@ -46,7 +46,6 @@ cpp/ellipsoid_sim.cc).
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -126,6 +125,18 @@ def _skew(w):
     return jnp.stack([jnp.stack([z, -w[2], w[1]]), jnp.stack([w[2], z, -w[0]]), jnp.stack([-w[1], w[0], z])])
 
 
+def _contact_geometry(p, mu):
+    """(ρ (3,), s (3,), Ds (3, 3)) in the body frame for the downward vertical μ (3,) in body axes:
+    s = P − O (:func:`contact_offset`, diag(a², b², c²) μ / ε with ε = |diag(a, b, c) μ|),
+    ρ = G − P = (0, 0, h) − s, and Ds = (diag(a², b², c²) − s sᵀ)/ε the derivative of s with
+    respect to μ."""
+    ax = jnp.stack([p["a"], p["b"], p["c"]])
+    s = contact_offset(p, mu)
+    rho = jnp.stack([0.0 * p["h"], 0.0 * p["h"], p["h"]]) - s
+    Ds = (jnp.diag(ax * ax) - jnp.outer(s, s)) / jnp.sqrt(jnp.sum((ax * mu) ** 2))
+    return rho, s, Ds
+
+
 def velocity_maps(p, q):
     """(J_G (3, 5), J_ω (3, 5), C (3, 3), ρ (3,)): ṙ_G = J_G q̇ (space frame), ω = J_ω q̇ (body).
 
@@ -136,11 +147,7 @@ def velocity_maps(p, q):
     C = rotation(q)
     Jw = angular_velocity_map(q)
     mu = C[2, :]
-    ax = jnp.stack([p["a"], p["b"], p["c"]])
-    eps = jnp.sqrt(jnp.sum((ax * mu) ** 2))
-    s = ax * ax * mu / eps
-    rho = jnp.stack([0.0 * p["h"], 0.0 * p["h"], p["h"]]) - s
-    Ds = (jnp.diag(ax * ax) - jnp.outer(s, s)) / eps
+    rho, s, Ds = _contact_geometry(p, mu)
     E = jnp.zeros((3, 5)).at[0, 3].set(1.0).at[1, 4].set(1.0)
     JG = E - C @ (_skew(rho) + Ds @ _skew(mu)) @ Jw
     return JG, Jw, C, rho
@@ -194,11 +201,7 @@ def _reduced_maps(p, R):
     r_G = (x, y, 0) + Rρ(μ), μ = Rᵀ N_z, Ṙ = Rξ̂, μ̇ = μ × ξ, ρ̇ = −Ds μ̇ (as :func:`velocity_maps`
     with J_ω replaced by the identity): J = [E | −R([ρ]ₓ + Ds [μ]ₓ)]."""
     mu = R[2, :]
-    ax = jnp.stack([p["a"], p["b"], p["c"]])
-    eps = jnp.sqrt(jnp.sum((ax * mu) ** 2))
-    s = ax * ax * mu / eps
-    rho = jnp.stack([0.0 * p["h"], 0.0 * p["h"], p["h"]]) - s
-    Ds = (jnp.diag(ax * ax) - jnp.outer(s, s)) / eps
+    rho, s, Ds = _contact_geometry(p, mu)
     E = jnp.zeros((3, 2)).at[0, 0].set(1.0).at[1, 1].set(1.0)
     return jnp.concatenate([E, -R @ (_skew(rho) + Ds @ _skew(mu))], axis=1), rho, s
 
