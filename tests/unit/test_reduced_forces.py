@@ -254,8 +254,12 @@ def test_bad_controls_are_one_line_errors(system, controls, match):
     with pytest.raises(dl.InputError, match=match) as err:
         dl.integrate(system, "reduced-gni", h=H_CTL, t0=T0, t_final=T0 + T, progress=False, **kw, **STATE)
     assert "\n" not in str(err.value)
-    with pytest.raises(dl.InputError, match="controls= is given"):
-        ball(force=_force, trivialization="left").__class__(np.eye(5), np.eye(2, 5), controls=np.zeros((2, 2)))
+
+
+def test_controls_on_the_constructor_need_a_force_that_takes_u():
+    with pytest.raises(dl.InputError, match="controls= is given") as err:
+        ReducedSystem(np.eye(5), np.eye(2, 5), force=_force, controls=np.zeros((2, 2)))
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.full
