@@ -501,8 +501,9 @@ class SymmetricReducedGNI(Method):
 #: matrix Lie group, and affine constraints (38)
 REDUCED_FEATURES = frozenset({Feature.AFFINE_CONSTRAINTS, Feature.CONFIGURATION_METRIC, Feature.ATTITUDE_POTENTIAL,
                               Feature.RIGHT_TRIVIALISED, Feature.GROUP_NOT_SO3})
-#: reduced-gni and reduced-gni-sym take a force too (the forced Legendre maps; general Newton)
-FORCED_FEATURES = REDUCED_FEATURES | {Feature.FORCES}
+#: reduced-gni and reduced-gni-sym take a force too (the forced Legendre maps; general Newton), and
+#: its control (u_k held over step k, read on the engine's clock)
+FORCED_FEATURES = REDUCED_FEATURES | {Feature.FORCES, Feature.CONTROLS}
 
 
 def _traits(source, extra=(), accepts=REDUCED_FEATURES):

@@ -44,6 +44,7 @@ from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemDefinitionError
 from ..lie import so3
 from .kind import SystemKind, check_spd, checked_group, refuse_complex
+from .torque import ControlledForce
 
 _TRIVIALIZATIONS = ("left", "right")
 
@@ -78,7 +79,7 @@ def _callable_output(fn, args, what, name):
         raise SystemDefinitionError(f"{name}: evaluating {what} failed: {type(exc).__name__}: {exc}") from exc
 
 
-class ReducedSystem(SystemKind):
+class ReducedSystem(ControlledForce, SystemKind):
     """A mechanical system on R^n × G in trivialised velocities (module doc); below, 3 and (3, 3)
     stand for the group's dimension d and its matrix size (N, N) when ``group`` is not SO(3).
 
@@ -112,8 +113,12 @@ class ReducedSystem(SystemKind):
         the methods that accept forces (discrete forces f_d^± = (h/2)(f_x, tau) at the step's ends,
         Marsden–West, Acta Numerica 2001, §3.2, left-trivialised on the group) and the reference;
         ``traj.work`` is its work (:mod:`dalembert.engine.forcing`). Example: PyDy's rattleback
-        friction, ``lambda x, R, xd, xi, t: (jnp.zeros(2), -1e-4 * xi)``. Controls (a force that
-        takes u) are not available on this kind yet (InputError).
+        friction, ``lambda x, R, xd, xi, t: (jnp.zeros(2), -1e-4 * xi)``. A sixth positional
+        parameter is a control: ``force(x, R, xdot, xi, t, u)`` with u (c,), the conventions of
+        ``NonholonomicSystem(force=f(q, v, t, u))`` (:class:`~dalembert.systems.torque.ControlledForce`).
+    controls : the control signal of a force that takes u: an (N, c) array, one row per step
+        (u_k held over step k), or a callable t -> (c,); usually given to ``dl.integrate`` or
+        ``dl.solve(..., controls=U)`` instead (:meth:`with_controls`).
 
     Attributes ``group_metric`` and ``group_potential`` say whether G̃ and V depend on R.
 
@@ -123,7 +128,8 @@ class ReducedSystem(SystemKind):
 
     Raises
     ------
-    InputError : ``force`` not a callable, or one that takes a control; at the initial state
+    InputError : ``force`` not a callable; ``controls`` given to a force that takes none, not a
+        finite 2-D array (or of the wrong number of rows for the run); at the initial state
         (:meth:`check_initial_state`) a force that fails, does not return a pair of shapes
         ((n,), (3,)), or is not finite.
     SystemDefinitionError (an InputError) : metric not symmetric / not positive definite / wrong shape,
@@ -134,6 +140,7 @@ class ReducedSystem(SystemKind):
 
     state_names = ("x0", "R0", "xdot0", "xi0")
     kind = "reduced"
+    controlled_signature = "force(x, R, xdot, xi, t, u)"
     path_array = "x"
     node_arrays = (NodeArray("x", Role.CONFIGURATION, state="x0", symbol="x"),
                    NodeArray("R", Role.GROUP_ELEMENT, "dimensionless", state="R0", symbol="R"),
@@ -147,17 +154,14 @@ class ReducedSystem(SystemKind):
 
     def __init__(self, metric, constraint_matrix, potential=None, constraint_rhs=None,
                  shape_dim=None, trivialization: str = "left", name: str = "reduced", group=None,
-                 holonomic_constraints=None, force=None):
+                 holonomic_constraints=None, force=None, controls=None):
         self.name = str(name)
         if force is not None:
             if not callable(force):
-                raise InputError(f"{name}: force must be a callable force(x, R, xdot, xi, t) -> (f_x (n,), tau (3,)); "
-                                 f"got {type(force).__name__}")
-            if positional_parameters(force) >= 6:
-                raise InputError(f"{name}: a force that takes a control u is not available on a ReducedSystem yet; "
-                                 f"write force(x, R, xdot, xi, t), or the system in coordinates as "
-                                 f"dl.NonholonomicSystem(..., force=f(q, v, t, u))")
+                raise InputError(f"{name}: force must be a callable force(x, R, xdot, xi, t[, u]) -> (f_x (n,), "
+                                 f"tau (3,)); got {type(force).__name__}")
         self._external = force
+        self._init_controls(force is not None and positional_parameters(force) >= 6, controls, name)
         if holonomic_constraints is not None:
             raise InputError(f"{name}: ReducedSystem takes no configuration constraints (lie-gni, reduced-gni "
                              "and reduced-rattle impose none); write the system in coordinates as "
@@ -407,23 +411,27 @@ class ReducedSystem(SystemKind):
 
     def force(self, x, R, xdot, xi, dt=0.0):
         """(f_x, τ) concatenated, shape (n+3,), at the clock's time + dt (:mod:`dalembert.clock`):
-        the generalized force in the trivialised velocities u = (ẋ, ξ); zeros without one."""
+        the generalized force in the trivialised velocities u = (ẋ, ξ); zeros without one. A
+        force that takes a control gets u = :meth:`control` (the current step's row)."""
         if self._external is None:
             return jnp.zeros((self.dim,), jnp.float64)
         t = clock.now()[0] + dt
-        out = self._external(x, R, xdot, xi, t)
+        args = "x, R, xdot, xi, t" + (", u" if self.controlled else "")
+        out = (self._external(x, R, xdot, xi, t, self.control(dt)) if self.controlled
+               else self._external(x, R, xdot, xi, t))
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise InputError(f"{self.name}: force(x, R, xdot, xi, t) must return a pair (f_x ({self.n},), "
+            raise InputError(f"{self.name}: force({args}) must return a pair (f_x ({self.n},), "
                              f"tau ({self.group_dim},)); got {type(out).__name__}")
         fx, tau = (jnp.asarray(a, jnp.float64) for a in out)
         if fx.shape != (self.n,) or tau.shape != (self.group_dim,):
-            raise InputError(f"{self.name}: force(x, R, xdot, xi, t) returned shapes {fx.shape} and {tau.shape}; "
+            raise InputError(f"{self.name}: force({args}) returned shapes {fx.shape} and {tau.shape}; "
                              f"expected f_x ({self.n},) and tau ({self.group_dim},) (the torque in the "
                              f"{'body' if self.left else 'spatial'} frame)")
         return jnp.concatenate([fx, tau])
 
     def _check_force(self, x, R, xd, xi):
-        """InputError unless force(x0, R0, ẋ0, ξ0, t0) is finite with the right shapes."""
+        """InputError unless force(x0, R0, ẋ0, ξ0, t0[, u]) is finite with the right shapes."""
+        args = "x0, R0, xdot0, xi0, t" + (", u" if self.controlled else "")
         with jax.ensure_compile_time_eval():
             try:
                 out = self.force(*(jnp.asarray(a) for a in (x, R, xd, xi)))
@@ -431,14 +439,15 @@ class ReducedSystem(SystemKind):
                 raise
             except (TypeError, ValueError, IndexError) as exc:
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise InputError(f"{self.name}: force(x0, R0, xdot0, xi0, t) fails ({first}); it must return "
+                raise InputError(f"{self.name}: force({args}) fails ({first}); it must return "
                                  f"(f_x ({self.n},), tau ({self.group_dim},))") from None
         if linalg.traced(out):
             return
         f = np.asarray(out)
         if not np.all(np.isfinite(f)):
-            raise InputError(f"{self.name}: force(x0, R0, xdot0, xi0, t) is not finite "
-                             f"(f_x, tau = {np.array2string(f, precision=3)}); check the force at the initial state")
+            raise InputError(f"{self.name}: force({args}) is not finite "
+                             f"(f_x, tau = {np.array2string(f, precision=3)}); check the force (and the controls) "
+                             f"at the initial state")
 
     @property
     def has_supply(self) -> bool:
@@ -511,10 +520,12 @@ class ReducedSystem(SystemKind):
     # --- the system-kind protocol -------------------------------------------------------------------
     def features(self, *state0) -> frozenset:
         """AFFINE_CONSTRAINTS (ν̃ given), CONFIGURATION_METRIC (a callable metric),
-        ATTITUDE_POTENTIAL (V depends on R), RIGHT_TRIVIALISED, GROUP_NOT_SO3, FORCES (``force=``)."""
+        ATTITUDE_POTENTIAL (V depends on R), RIGHT_TRIVIALISED, GROUP_NOT_SO3, FORCES (``force=``),
+        CONTROLS (a force that takes u)."""
         flags = {Feature.AFFINE_CONSTRAINTS: self.affine, Feature.CONFIGURATION_METRIC: not self.constant_metric,
                  Feature.ATTITUDE_POTENTIAL: self.group_potential, Feature.RIGHT_TRIVIALISED: not self.left,
-                 Feature.GROUP_NOT_SO3: not self.is_so3, Feature.FORCES: self.has_force}
+                 Feature.GROUP_NOT_SO3: not self.is_so3, Feature.FORCES: self.has_force,
+                 Feature.CONTROLS: self.has_force and self.controlled}
         return frozenset(f for f, on in flags.items() if on)
 
     def check_initial_state(self, x0, R0, xdot0, xi0, *, project: bool = False, tol: float = 1e-10):
@@ -588,7 +599,8 @@ def _rhs_fn(system):
     def make():
         def f(t, y):
             x, R, xd, xi = y[:n], y[n:n + q].reshape(Ng, Ng), y[n + q:2 * n + q], y[2 * n + q:]
-            with clock.at(t, 0):                     # a force reads the time of the ODE solver
+            # a force reads the time of the ODE solver (and a control array the row of its step)
+            with clock.at(t, system.step_index(t) if system.timed else 0):
                 parts = system.vector_field(x, R, xd, xi)
             return jnp.concatenate([a.ravel() for a in parts])
         return jax.jit(f)

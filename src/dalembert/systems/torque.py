@@ -15,7 +15,61 @@ from ..errors import InputError
 from .nonholonomic import NonholonomicSystem, _depends_on_input, _no_controls, _positional_count
 
 
-class LeftTrivialisedTorque:
+class ControlledForce:
+    """Mixin of the kinds whose force may take a control u (c,) as its last argument: the control
+    signal with the conventions of ``NonholonomicSystem(force=f(q, v, t, u), controls=...)`` (one
+    mechanism for every kind): an (N, c) array, one row per step, read at the engine's clock's
+    step index (held constant over the step), or a callable t -> (c,); :meth:`with_controls` gives
+    the same system with other controls (``dl.integrate``/``dl.solve(..., controls=U)``; a traced U
+    is kept traced, so ``jax.grad`` w.r.t. U works).
+
+    A kind calls :meth:`_init_controls` in its constructor, evaluates its force with
+    :meth:`control` as the last argument when :attr:`controlled` is True, and adds
+    :meth:`control_features` to its features.
+    """
+
+    #: how a force that takes a control is written (in the error messages)
+    controlled_signature = "force(g, ξ, t, u)"
+
+    def _init_controls(self, takes_u: bool, controls, name: str):
+        """Record whether the force takes u and the signal (None: refused when the force is
+        evaluated); InputError for controls given to a force that takes none."""
+        self._force_takes_u = bool(takes_u)
+        if controls is not None and not self._force_takes_u:
+            raise InputError(f"{name}: controls= is given but force does not take a control: write "
+                             f"{self.controlled_signature}")
+        self._controls = _no_controls if self._force_takes_u and controls is None else controls
+        self._control_grid = None
+
+    @property
+    def controlled(self) -> bool:
+        """True if the force takes a control u."""
+        return getattr(self, "_force_takes_u", False)
+
+    def control_features(self) -> set:
+        """{CONTROLS} for a force that takes a control, else empty."""
+        return {Feature.CONTROLS} if self.controlled else set()
+
+    def with_controls(self, controls, *, h=None, t0: float = 0.0):
+        """The same system with the control signal ``controls`` ((N, c) array or callable t -> (c,)),
+        as :meth:`NonholonomicSystem.with_controls <dalembert.NonholonomicSystem.with_controls>`
+        (InputError for a force that takes no control, an array that is not 2-D or not finite)."""
+        if not self.controlled:
+            raise InputError(f"{self.name}: controls are given but its force takes none; write "
+                             f"{self.controlled_signature}")
+        return NonholonomicSystem.with_controls(self, controls, h=h, t0=t0)
+
+    def step_index(self, t):
+        """The control array's step at time t (:meth:`NonholonomicSystem.step_index
+        <dalembert.NonholonomicSystem.step_index>`)."""
+        return NonholonomicSystem.step_index(self, t)
+
+    def control(self, dt=0.0):
+        """u (c,) at the clock's time + dt (the current step's row of an array)."""
+        return NonholonomicSystem.control(self, dt)
+
+
+class LeftTrivialisedTorque(ControlledForce):
     """Mixin of the Lie-group kinds for a non-conservative **left-trivialised torque**
     τ(g, ξ, t) ∈ 𝔤* (body frame; N·m on SO(3)), or τ(g, ξ, t, u) with a control u (c,), with the
     conventions of ``NonholonomicSystem(force=...)``: the time is the engine's clock
@@ -38,11 +92,7 @@ class LeftTrivialisedTorque:
             raise InputError(f"{name}: force must be a callable force(g, ξ, t) or force(g, ξ, t, u) (a "
                              f"left-trivialised torque); got {type(force).__name__}")
         self._force = force
-        self._force_takes_u = force is not None and _positional_count(force) >= 4
-        if controls is not None and not self._force_takes_u:
-            raise InputError(f"{name}: controls= is given but force does not take a control: write force(g, ξ, t, u)")
-        self._controls = _no_controls if self._force_takes_u and controls is None else controls
-        self._control_grid = None
+        self._init_controls(force is not None and _positional_count(force) >= 4, controls, name)
 
     @property
     def has_force(self) -> bool:
@@ -58,21 +108,7 @@ class LeftTrivialisedTorque:
         """{FORCES (, CONTROLS)} with a torque, else empty."""
         if not self.has_force:
             return set()
-        return {Feature.FORCES, Feature.CONTROLS} if self._force_takes_u else {Feature.FORCES}
-
-    def with_controls(self, controls, *, h=None, t0: float = 0.0):
-        """The same system with the control signal ``controls`` ((N, c) array or callable t -> (c,)),
-        as :meth:`NonholonomicSystem.with_controls <dalembert.NonholonomicSystem.with_controls>`."""
-        return NonholonomicSystem.with_controls(self, controls, h=h, t0=t0)
-
-    def step_index(self, t):
-        """The control array's step at time t (:meth:`NonholonomicSystem.step_index
-        <dalembert.NonholonomicSystem.step_index>`)."""
-        return NonholonomicSystem.step_index(self, t)
-
-    def control(self, dt=0.0):
-        """u (c,) at the clock's time + dt."""
-        return NonholonomicSystem.control(self, dt)
+        return {Feature.FORCES} | self.control_features()
 
     def force(self, g, xi, dt=0.0):
         """The torque τ(g, ξ, t) ∈ 𝔤* (body frame) at the clock's time + dt, shape (dim 𝔤,);
