@@ -134,7 +134,7 @@ def newton(
     atol : optional scalar (traceable, without ``has_scale``): an update ``‖Δx‖∞ ≤ atol`` that
         is no smaller than half the previous one (the iteration stalled) is accepted too — for
         unknowns that are increments of a larger state, whose equations see that state only to
-        its ulp (:func:`dalembert.methods.gni_symmetric._newton_step`).
+        its ulp).
 
     Returns
     -------
