@@ -41,6 +41,7 @@ def _hits(stderr: str) -> set:
     return {line.split("'")[1] for line in stderr.splitlines() if "Persistent compilation cache hit for" in line}
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_a_new_param_value_in_a_new_process_reuses_the_compiled_step(tmp_path):
     """The second process (another m) finds the step's programs in the persistent cache; the
     programs that still bake the parameters in (the initial-state check ``_values``) do not — the

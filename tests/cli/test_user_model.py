@@ -61,6 +61,7 @@ def test_run_a_function_returning_a_system_equals_the_api_run(module, tmp_path, 
     assert summary["parameters"] == {"k": 0.7}
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_run_and_converge_a_function_returning_a_model(module, tmp_path, capsys):
     code, _, err = run_cli(["run", f"{module}:make_model", "--out", str(tmp_path / "run")], capsys)
     assert code == 0, err

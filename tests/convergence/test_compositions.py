@@ -211,6 +211,7 @@ def _fitted_order_at(system, state, name, hs, T, ref, arrays):
     return fitted_order(hs, errs), errs
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_group_compositions_reach_their_order_on_user_systems():
     """lie-gni-mv-4/-6 and reduced-gni-4 against the DOP853 reference (rtol 1e-13) of the two
     systems of our own: the error of R and ω (x) at T."""

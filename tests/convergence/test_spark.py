@@ -47,6 +47,7 @@ def test_two_stages_equal_spark_lobatto2():
     np.testing.assert_allclose(a.v, b.v, atol=1e-11)
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_spark_keeps_the_constraint_on_a_user_system():
     A = jnp.array([[2.0, 0.3, 0.0], [0.3, 1.5, 0.2], [0.0, 0.2, 1.0]])
     system = dl.NonholonomicSystem(

@@ -200,6 +200,7 @@ def test_solved_columns_frame_gives_the_hand_derived_trajectory(name):
     np.testing.assert_allclose(auto.energy, hand.energy, rtol=1e-13)
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_sleigh_atlas_agrees_with_the_hand_form_and_a_given_basis_to_round_off():
     """Along the whole Figure-3 motion (the sleigh turns round, the atlas switches charts): the
     atlas frame is G-orthonormal like the hand form's (§4.2), and on the sleigh the two differ by a

@@ -73,6 +73,7 @@ def test_event_times_and_save_at_against_solve_ivp(scipy_run):
     assert np.max(np.abs(dense.q - ref[:, :3])) < 1e-10 and np.max(np.abs(dense.v - ref[:, 3:])) < 1e-9
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_dense_output_keeps_the_methods_order():
     """save_at between the nodes (t = 1.0037, 1.9913): the interpolated state's error against the
     reference converges at the method's order (nh-rattle-sym: 2 ± 0.15; spark-lobatto4: 6 ± 0.5)."""

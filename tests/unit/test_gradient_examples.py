@@ -3,6 +3,7 @@ recovered parameters and the shooting solution are compared with the truth that 
 data (the model's exact solution), not with values taken from the code."""
 from __future__ import annotations
 
+import pytest
 import importlib.util
 from pathlib import Path
 
@@ -18,6 +19,7 @@ def _example():
     return mod
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_identify_sleigh_mass_distribution_from_a_noisy_path():
     ex = _example()
     t, q_obs, q0, v0 = ex.sleigh_observations(a=0.8, J=5.0, noise=0.01)

@@ -115,6 +115,7 @@ def test_so3_gradient_matches_finite_differences(method):
     assert _check(final, x0, [np.array([0.6, -0.8, 0.0, 0.0]), np.array([0, 0, 0, 1.0])]) <= TOL
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_checkpointed_reverse_mode_equals_plain_and_jacfwd_agrees():
     """Checkpointing changes what reverse mode stores, not the result: the Jacobian with segments
     of 7 steps, of 50 steps (groups of nodes) and none agree to round-off, with save_every = 3

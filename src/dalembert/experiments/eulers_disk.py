@@ -116,7 +116,8 @@ def singularity_fits(run, windows):
     return fits
 
 
-@experiment("eulers-disk", "Euler's disk: the relative equilibrium and Moffatt's finite-time singularity", PAPER)
+@experiment("eulers-disk", "Euler's disk: the relative equilibrium and Moffatt's finite-time singularity", PAPER,
+            quick_in_ci=False)   # 40 s in CI: run by `dalembert reproduce --quick` and the full suite
 def eulers_disk(quick, out):
     """The relative equilibrium Ω² sin α = 4g/a kept by nh-rattle-4 (excursion and drift of α and
     Ω); with Moffatt's air layer, the exponents of α ∝ (t₀ − t)^{1/3} and Ω ∝ (t₀ − t)^{−1/6} fitted
