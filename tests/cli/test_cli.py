@@ -162,6 +162,7 @@ def test_run_a_model_whose_state_is_not_q_v(tmp_path, capsys):
     assert code == 2 and "valid: R0, omega0" in err
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_run_rolling_ball_with_animation(tmp_path, capsys):
     """The rolling ball through the CLI: x, R, omega saved, the rolling constraint (41) in spatial ω
     at round-off, and --animate writes a GIF whose frames show the run."""
@@ -251,6 +252,7 @@ def test_convergence_of_the_rolling_ball_against_its_reference(tmp_path, capsys)
     assert 1.8 <= data["orders_q"]["lie-gni"] <= 2.3
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_sweep_command_writes_the_members_and_refuses_bad_vary(tmp_path, capsys):
     pytest.importorskip("dask.distributed")
     code, _, err = run_cli(["sweep", "chaplygin-sleigh", "--vary", "v0[9]=0:1"], capsys)
@@ -319,6 +321,7 @@ def test_a_read_only_cache_directory_is_refused_by_the_api_and_skipped_by_config
     assert [type(x.message) for x in w] == [xla.CacheWarning]
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_damaged_cache_entries_warn_once_then_are_replaced(tmp_path):
     cache = tmp_path / "cache"
     args = ["run", "p1-linear", "--h", "0.1", "--t-final", "1", "--no-plots", "--out", str(tmp_path / "o")]

@@ -91,6 +91,7 @@ def _kill_and_resume(out: Path, kind: str, rng: random.Random, workdir: Path, re
             "done": not (out / "checkpoint.npz").exists() and (out / "summary.json").exists()}
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_sigkill_while_stepping_and_after_finalising_then_resume(tmp_path, reference):
     """SIGKILL at random times, one of them in the finalisation window: --resume (from another
     directory) ends with the uninterrupted run's result bit for bit, and a complete result is

@@ -43,6 +43,7 @@ def test_list_model_names_the_methods_that_accept_it(model, capsys):
         assert f"{p.name} = {p.default:g}" in out
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_method_auto_is_the_models_default_and_warnings_are_kept(tmp_path, capsys):
     out = tmp_path / "auto"
     code, stdout, err = run_cli(["run", "chaplygin-sleigh", "--method", "auto", "--h", "0.1", "--t-final", "20",

@@ -45,6 +45,7 @@ def module(tmp_path):
     return path
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_run_a_function_returning_a_system_equals_the_api_run(module, tmp_path, capsys):
     out = tmp_path / "run"
     code, _, err = run_cli(["run", f"{module}:make_system", "--param", "k=0.7", "--init", "q0=2,1,0.3",

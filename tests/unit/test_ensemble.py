@@ -183,6 +183,7 @@ def test_members_over_devices_equal_one_device_and_padding_is_dropped(quartic, m
 
 
 @needs_two_devices
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_lapack_program_runs_on_fewer_devices_than_pool_threads_and_equals_integrate():
     """A step that calls LAPACK (here a Cholesky factorisation in H) runs on at most min(cores, NPROC − 1)
     devices (a LAPACK kernel waits on XLA's pool; engine.ensemble_devices), one without on all."""

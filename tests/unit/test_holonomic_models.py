@@ -178,6 +178,7 @@ def pendulum_reference():
     return T, to_q(tr.q[-1], tr.v[-1])[0]
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_sleigh_pendulum_order_against_the_minimal_system(pendulum_reference):
     """nh-rattle-sym at h = 0.04, 0.02, 0.01: fitted order 2 ± 0.15 against the minimal system's
     reference; |φ| and the velocity constraints at round-off at every node. The swing drives the

@@ -39,8 +39,9 @@ MEASURED = {
 }
 #: models whose default run is checked in the full suite only: the bicycle's first compile of its
 #: default method and its DOP853 reference took 566 s and 179 s at load average 15–25 (2 cores);
-#: the rattleback's run took 97 s in CI (its default run is also drawn by the docs gallery there)
-FULL_ONLY = {"whipple-bicycle", "rattleback"}
+#: the rattleback's run took 97 s in CI, the tilting disks' 15–20 s (their default runs are also drawn
+#: by the docs gallery there)
+FULL_ONLY = {"whipple-bicycle", "rattleback", "tilting-disk-so3", "tilting-disk-centre"}
 MARGIN, ROUNDOFF = 10.0, 1e-14
 
 

@@ -81,6 +81,7 @@ def test_one_program_serves_every_run_length_and_save_every():
     np.testing.assert_array_equal(long.q, every.q[::7])     # the nodes of save_every=7 are those of 1
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_caches_go_with_the_system_and_clear_caches_empties_them():
     s = knife_edge(3.0)
     dl.integrate(s, "nh-rattle", q0=Q0, v0=V0, h=0.01, t_final=0.5)

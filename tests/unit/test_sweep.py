@@ -77,6 +77,7 @@ def test_a_rerun_skips_done_tasks_and_another_sweep_is_refused(reference, client
         dl.sweep(SYSTEM, "nh-rattle", out=tmp_path, client=client, **dict(KW, h=0.02))
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_a_parameter_sweep_equals_the_parameter_ensemble(client, tmp_path):
     def skate(p):
         import jax.numpy as jnp
