@@ -90,6 +90,7 @@ def test_the_d_star_form_is_self_adjoint(name, fast_path):
     assert np.max(np.abs(np.asarray(z2.p) - np.asarray(z0.p))) > 1e-4
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_compositions_keep_the_constraint_and_the_dg_energy_on_a_long_run():
     system = _user_system()
     q0 = jnp.array([0.3, -0.2, 0.5, 0.1])
@@ -254,6 +255,7 @@ def test_the_lie_d_star_form_keeps_the_suslov_energy():
     assert tr.max_relative_energy_error > 1e-6
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_group_compositions_on_long_runs():
     """Hundreds of time units from two initial states of each system, every 7th (3rd) node saved:
     the constraint to round-off, R orthogonal, and (linear constraints) a bounded energy error."""

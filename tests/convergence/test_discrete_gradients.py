@@ -211,6 +211,7 @@ def test_order_gearbox_reduced_on_the_fly(frame):
 
 # --- item 9: time symmetry ----------------------------------------------------------------------
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_time_symmetry_quick():
     """The quick form of test_time_symmetry (spec item 9, Celledoni et al. property 9), on 5- and
     2-dimensional forms (a few seconds of compiling per method): Φ₋ₕ∘Φₕ = id for AVF, Gonzalez and

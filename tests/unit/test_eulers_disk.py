@@ -107,6 +107,7 @@ def _kept(T, h, save_every=1):
             abs(drift(Om)) / Om[0])
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_relative_equilibrium_kept_briefly():
     """nh-rattle-4, h = 0.002, T = 10 s from its own relative equilibrium Ω_h (measured Ω_h/Ω − 1 =
     1.25e-4): α's excursion and the drift of α and Ω stay small (measured 1.3e-10, 7.6e-11 rad,

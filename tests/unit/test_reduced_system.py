@@ -422,6 +422,7 @@ def test_group_dependence_is_read_from_the_signature_and_checked():
         dl.integrate(s, "lie-gni", h=0.1, t_final=0.2, discrete_lagrangian=lambda a, b, c, h: 0.0, **state)
 
 
+@pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_tilting_disk_on_so3_equals_the_euler_angle_disk():
     """Two independent formulations of the tilting disk: on R² × SO(3) with G̃(R), V(R) and the
     ∇_R l term of the left-trivialised equations, and in Euler angles (NonholonomicSystem). From a
