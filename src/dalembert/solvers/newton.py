@@ -145,9 +145,10 @@ def newton(
     J = jacobian if jacobian is not None else jax.jacfwd(residual)
 
     def make_update(x_start):
-        """(first, update): the Newton update x ↦ (J⁻¹F(x), S), and its value at ``x_start``;
-        simplified: J at ``x_start``, factored once. With the default Jacobian, the first update
-        takes F(x_start) from the pass that forms J(x_start) (its primal: one evaluation fewer)."""
+        """(first, update): the Newton update x ↦ (J⁻¹F(x), S), and for the simplified iteration
+        its value at ``x_start`` (None for full Newton, whose loop forms it): J at ``x_start``,
+        factored once; with the default Jacobian the first update takes F(x_start) from the pass
+        that forms J(x_start) (its primal: one evaluation fewer)."""
         if simplified:
             if jacobian is None:
                 J0, rS0 = jax.jacfwd(lambda x: (residual(x), Fs(x)), has_aux=True)(x_start)
@@ -155,8 +156,8 @@ def newton(
                 J0, rS0 = J(x_start), Fs(x_start)
             factor = linalg.chord_factor(J0)
             return _chord_update(factor, rS0), (lambda x: _chord_update(factor, Fs(x)))
-        update = lambda x: _full_update(J(x), Fs(x))
-        return update(x_start), update
+        # (full Newton forms its first update inside the loop: one copy of J and F in the program)
+        return None, (lambda x: _full_update(J(x), Fs(x)))
 
     def test(x, dx, S, it, err0, err_min, err_prev):
         """The convergence test of the update dx at x (``it`` updates before it): the carry
@@ -201,8 +202,12 @@ def newton(
         inf = jnp.array(jnp.inf)
         # (the chord factor is formed here, from iterate's own argument: all that depends on
         # what F closes over stays inside the solve that custom_root does not differentiate)
-        (dx0, S0), update = make_update(x0)
-        init = (x0, dx0) + test(x0, dx0, S0, jnp.array(0, jnp.int32), inf, inf, inf)
+        first, update = make_update(x0)
+        if first is None:   # the loop's first pass applies a zero update and forms J⁻¹F(x0)
+            init = (x0, jnp.zeros_like(x0), jnp.array(True), jnp.array(0, jnp.int32), jnp.array(False),
+                    inf, inf, jnp.array(False), inf)
+        else:
+            init = (x0, first[0]) + test(x0, *first, jnp.array(0, jnp.int32), inf, inf, inf)
         x, dx, finite, it, _, err0, err_min, conv, _ = lax.while_loop(cond, lambda c: body(c, update), init)
         x = x - dx
         conv = conv & finite
