@@ -22,8 +22,9 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..declarations import NodeArray, Role
-from .kind import SystemKind
-from .nonholonomic import _as_vector, _expect_real, _no_controls, _positional_count
+from .kind import SystemKind, _positional_count
+from .nonholonomic import _as_vector, _expect_real
+from .torque import ControlledForce
 
 #: A chart whose conditioning measure (1 at its anchor, 0 where its basis of the constraint
 #: distribution degenerates; see :mod:`dalembert.systems.reduction`) falls below this value at a
@@ -35,7 +36,7 @@ DEGENERACY_TOL = 0.05
 SKEW_RTOL = 1e-12
 
 
-class AlmostPoissonSystem(SystemKind):
+class AlmostPoissonSystem(ControlledForce, SystemKind):
     """ẋ = Π(x) ∇H(x) on R^N with Π skew-symmetric (an almost-Poisson bracket {f, g} = ∇fᵀΠ∇g).
 
     Parameters
@@ -93,6 +94,8 @@ class AlmostPoissonSystem(SystemKind):
                    NodeArray("p", Role.MOMENTUM, symbol="p"))
     #: True for a reduced system on an atlas of charts (:mod:`dalembert.systems.reduction`).
     atlas = False
+    #: the force F(x, t, u) and its controls (:class:`~dalembert.systems.torque.ControlledForce`)
+    controlled_signature = "force(x, t, u)"
 
     def __init__(self, poisson_matrix, hamiltonian, name: str = "almost-poisson", *,
                  constraint=None, lift=None, reduce=None, nonholonomic=None, degeneracy=None,
@@ -107,13 +110,7 @@ class AlmostPoissonSystem(SystemKind):
                 raise InputError(f"{nm} must be a callable; got {type(f).__name__}")
         self._dissipation = dissipation
         self._force = force
-        self._force_takes_u = force is not None and _positional_count(force) >= 3
-        if controls is not None and not self._force_takes_u:
-            raise InputError("controls= is given but force does not take a control: write force(x, t, u)")
-        if self._force_takes_u and controls is None:
-            controls = _no_controls
-        self._controls = controls
-        self._control_grid = None
+        self._init_controls(force is not None and _positional_count(force) >= 3, controls, name)
         #: (x, dt, g) -> F: the force at x, the clock's time + dt, with g standing for ∇H(x) where
         #: the force depends on it (the automatic reduction's velocity v = X g_ρ); internal
         self._force_field = force_field
@@ -186,15 +183,6 @@ class AlmostPoissonSystem(SystemKind):
         P = self.poisson_matrix(x)
         return P - self.dissipation(x) if self._dissipation is not None else P
 
-    def control(self, dt=0.0):
-        """u at the clock's time + dt: the current step's row of an (N, c) array or the callable's
-        value, shape (c,) (:meth:`NonholonomicSystem.control <dalembert.NonholonomicSystem.control>`)."""
-        from .. import clock
-        t, k = clock.now()
-        if callable(self._controls):
-            return jnp.asarray(self._controls(t + dt), jnp.float64)
-        return jnp.asarray(self._controls)[k]
-
     def force_field(self, x, dt=0.0, grad=None):
         """F at x and the clock's time + dt, shape (N,) (zeros without a force). ``grad`` (N,)
         stands for ∇H(x) in a force that depends on it (the reduced force of a nonholonomic system,
@@ -204,25 +192,7 @@ class AlmostPoissonSystem(SystemKind):
                                jnp.float64)
         if self._force is None:
             return jnp.zeros_like(x)
-        from .. import clock
-        t = clock.now()[0] + dt
-        if self._force_takes_u:
-            return jnp.asarray(self._force(x, t, self.control(dt)), jnp.float64)
-        return jnp.asarray(self._force(x, t), jnp.float64)
-
-    def with_controls(self, controls, *, h=None, t0: float = 0.0):
-        """The same system with the control signal ``controls`` ((N, c) array, one row per step, or
-        a callable t -> (c,)); a shallow copy. Raises InputError as
-        :meth:`NonholonomicSystem.with_controls <dalembert.NonholonomicSystem.with_controls>`."""
-        from .nonholonomic import NonholonomicSystem
-        if not self._force_takes_u:
-            raise InputError(f"{self.name}: controls are given but its force takes none; write force(x, t, u)")
-        return NonholonomicSystem.with_controls(self, controls, h=h, t0=t0)
-
-    def step_index(self, t):
-        """The step k of time t on the grid of the control array (0 without one); traceable."""
-        from .nonholonomic import NonholonomicSystem
-        return NonholonomicSystem.step_index(self, t)
+        return self._call_force(x, dt=dt)
 
     def features(self, *state0) -> frozenset:
         """FORCES with a dissipation or a force; CONTROLS with a force that takes a control."""
@@ -230,9 +200,7 @@ class AlmostPoissonSystem(SystemKind):
         out = set()
         if self.has_force:
             out.add(Feature.FORCES)
-        if self._force_takes_u:
-            out.add(Feature.CONTROLS)
-        return frozenset(out)
+        return frozenset(out | self.control_features())
 
     def energy(self, x):
         """Alias of :meth:`hamiltonian`."""

@@ -29,9 +29,37 @@ from __future__ import annotations
 import hashlib
 from typing import Callable, ClassVar, NamedTuple
 
+import jax
 import numpy as np
 
 from ..errors import InputError, SystemDefinitionError
+
+
+def _depends_on_input(fn: Callable, x) -> bool:
+    """True if the traced output of ``fn(x)`` depends on ``x`` (jaxpr data-flow analysis).
+
+    Conservative: any equation with a dependent input makes all its outputs dependent.
+    """
+    closed = jax.make_jaxpr(fn)(x)
+    jaxpr = closed.jaxpr
+    dep = {id(v) for v in jaxpr.invars}
+    for eqn in jaxpr.eqns:
+        if any(id(v) in dep for v in eqn.invars if type(v).__name__ != "Literal"):
+            dep.update(id(v) for v in eqn.outvars)
+    return any(id(v) in dep for v in jaxpr.outvars if type(v).__name__ != "Literal")
+
+
+def _positional_count(fn, unknown: int = 3) -> int:
+    """How many positional arguments ``fn`` takes without a default (4 for a callable with *args;
+    ``unknown`` for one whose signature cannot be read)."""
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return unknown
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return 4
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
 
 
 def refuse_complex(x, label: str):

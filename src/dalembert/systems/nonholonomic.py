@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -31,26 +30,13 @@ import numpy as np
 from .. import linalg
 from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
-from .kind import SystemKind, refuse_complex
+from .kind import SystemKind, _depends_on_input, _positional_count, refuse_complex
+from .torque import StateForce
 
 
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-
-def _depends_on_input(fn: Callable, x) -> bool:
-    """True if the traced output of ``fn(x)`` depends on ``x`` (jaxpr data-flow analysis).
-
-    Conservative: any equation with a dependent input makes all its outputs dependent.
-    """
-    closed = jax.make_jaxpr(fn)(x)
-    jaxpr = closed.jaxpr
-    dep = {id(v) for v in jaxpr.invars}
-    for eqn in jaxpr.eqns:
-        if any(id(v) in dep for v in eqn.invars if type(v).__name__ != "Literal"):
-            dep.update(id(v) for v in eqn.outvars)
-    return any(id(v) in dep for v in jaxpr.outvars if type(v).__name__ != "Literal")
-
 
 #: Value checks of an initial state (:meth:`NonholonomicSystem.check` and its vectorised twin
 #: :meth:`NonholonomicSystem.initial_states_ok`): max |G − Gᵀ| ≤ SYMMETRY_RTOL · max(1, max |G|);
@@ -95,25 +81,6 @@ def _indices(idx, name: str):
     if len(set(out)) != len(out) or any(i < 0 for i in out):
         raise InputError(f"{name} must hold distinct non-negative indices; got {list(out)}")
     return out
-
-
-def _positional_count(fn, unknown: int = 3) -> int:
-    """How many positional arguments ``fn`` takes without a default (4 for a callable with *args;
-    ``unknown`` for one whose signature cannot be read)."""
-    import inspect
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return unknown
-    if any(p.kind == p.VAR_POSITIONAL for p in params):
-        return 4
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
-
-
-def _no_controls(t):
-    """The placeholder of a controlled force without controls: refused when evaluated."""
-    raise InputError("force(q, v, t, u) takes a control but none is given: pass controls=U (an (N, c) "
-                     "array, one row per step, or a callable t -> (c,)) to the system, dl.integrate or dl.solve")
 
 
 def _strings(x, name: str):
@@ -205,7 +172,7 @@ def constant_metric_factor(G) -> MetricFactor:
 # the system
 # ---------------------------------------------------------------------------------------------
 
-class NonholonomicSystem(SystemKind):
+class NonholonomicSystem(StateForce, SystemKind):
     """A mechanical system on R^n with linear or affine nonholonomic constraints.
 
     Parameters
@@ -285,6 +252,11 @@ class NonholonomicSystem(SystemKind):
                    NodeArray("v", Role.VELOCITY, "system units per s", state="v0", symbol="v"),
                    NodeArray("p", Role.MOMENTUM, symbol="p"),
                    NodeArray("lam", Role.MULTIPLIER, symbol="λ"))
+    #: the force, its controls and the zero without one (:class:`~dalembert.systems.torque.StateForce`):
+    #: a generalized force of shape (n,), like q; a copy with other controls recompiles its projection
+    controlled_signature = "force(q, v, t, u)"
+    zero_force_like = 0
+    control_caches = ("_project_q_fn",)
 
     def __init__(self, mass_matrix, potential=None, constraint_matrix=None,
                  constraint_rhs=None, name: str = "system", *, holonomic_constraints=None,
@@ -329,13 +301,7 @@ class NonholonomicSystem(SystemKind):
         if force is not None and not callable(force):
             raise InputError(f"force must be a callable force(q, v, t) or force(q, v, t, u); got {type(force).__name__}")
         self._force = force
-        self._force_takes_u = force is not None and _positional_count(force) >= 4
-        if controls is not None and not self._force_takes_u:
-            raise InputError("controls= is given but force does not take a control: write force(q, v, t, u)")
-        if self._force_takes_u and controls is None:
-            controls = _no_controls
-        self._controls = controls
-        self._control_grid = None
+        self._init_controls(force is not None and _positional_count(force) >= 4, controls, self.name)
         self._constant_metric: bool | None = None if self._mass_const is None else True
 
     # --- repr / identity -----------------------------------------------------------------
@@ -356,9 +322,7 @@ class NonholonomicSystem(SystemKind):
         if self.has_holonomic:
             out.add(Feature.HOLONOMIC_CONSTRAINTS)
         if self.has_force:
-            out.add(Feature.FORCES)
-            if self._force_takes_u:
-                out.add(Feature.CONTROLS)
+            out |= {Feature.FORCES} | self.control_features()
         if self.explicit_time:
             out.add(Feature.EXPLICIT_TIME)
         if self._constant_metric is None and not state0:
@@ -366,11 +330,6 @@ class NonholonomicSystem(SystemKind):
         elif not self.constant_metric(state0[0] if state0 else None):
             out.add(Feature.CONFIGURATION_METRIC)
         return frozenset(out)
-
-    @property
-    def has_force(self) -> bool:
-        """True if the system has a non-conservative force (``force=``)."""
-        return self._force is not None
 
     @property
     def explicit_time(self) -> bool:
@@ -392,64 +351,6 @@ class NonholonomicSystem(SystemKind):
     def _clock_time(self, dt):
         from .. import clock
         return clock.now()[0] + dt
-
-    def with_controls(self, controls, *, h=None, t0: float = 0.0):
-        """The same system with the control signal ``controls`` ((N, c) array, one row per step,
-        or a callable t -> (c,)); the data are shared (a shallow copy). ``h``, ``t0``: the step
-        grid of an array (the engine's clock gives the step index; the reference solution reads it
-        from the grid, :meth:`step_index`). Raises InputError for a system whose force takes no
-        control, an array that is not 2-D or not finite."""
-        import copy
-        if not self._force_takes_u:
-            raise InputError(f"{self.name}: controls are given but its force takes none; write force(q, v, t, u)")
-        if not callable(controls):
-            refuse_complex(controls, "controls")
-            controls = (jnp.asarray(controls, jnp.float64) if linalg.traced(controls)
-                        else np.asarray(controls, np.float64))
-            if controls.ndim != 2:
-                raise InputError(f"controls must be an (N, c) array, one row per step; got shape {controls.shape}")
-            if not linalg.traced(controls) and not np.all(np.isfinite(controls)):
-                raise InputError("controls has non-finite entries")
-        other = copy.copy(self)
-        other._controls = controls
-        other._control_grid = None if h is None else (float(t0), float(h))
-        other.__dict__.pop("_project_q_fn", None)
-        return other
-
-    def step_index(self, t):
-        """The step k with t in [t0 + k h, t0 + (k+1) h) on the grid of the control array (0
-        without one), clipped to the array's rows; traceable."""
-        grid = getattr(self, "_control_grid", None)
-        if grid is None or callable(self._controls) or self._controls is None:
-            return jnp.asarray(0, jnp.int32)
-        t0, h = grid
-        k = jnp.floor((t - t0) / h + 1e-9).astype(jnp.int32)
-        return jnp.clip(k, 0, jnp.asarray(self._controls).shape[0] - 1)
-
-    def control(self, dt=0.0):
-        """u at the clock's time + dt (:mod:`dalembert.clock`): the row of the current step of an
-        (N, c) array, or the callable's value; shape (c,)."""
-        from .. import clock
-        t, k = clock.now()
-        if callable(self._controls):
-            return jnp.asarray(self._controls(t + dt), jnp.float64)
-        return jnp.asarray(self._controls)[k]
-
-    def force(self, q, v, dt=0.0):
-        """The generalized force at (q, v) and the clock's time + dt, shape (n,); zeros without one."""
-        if self._force is None:
-            return jnp.zeros_like(q)
-        from .. import clock
-        t = clock.now()[0] + dt
-        if self._force_takes_u:
-            return jnp.asarray(self._force(q, v, t, self.control(dt)), jnp.float64)
-        return jnp.asarray(self._force(q, v, t), jnp.float64)
-
-    def force_depends_on_velocity(self, q, v) -> bool:
-        """Whether the force depends on v (decided by tracing at (q, v)); False without a force."""
-        if self._force is None:
-            return False
-        return _depends_on_input(lambda w: self.force(jnp.asarray(q), w), jnp.asarray(v, jnp.float64))
 
     @property
     def has_holonomic(self) -> bool:

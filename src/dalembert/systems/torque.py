@@ -1,9 +1,17 @@
-"""Left-trivialised torques on the Lie-group kinds: the mixin that gives
-``EulerPoincareSuslovSystem`` and ``LieNonholonomicSystem`` (and any kind on a group with node
-arrays (g, ξ)) ``force=τ(g, ξ, t[, u])`` with the conventions of ``NonholonomicSystem(force=...)``:
-controls, the engine's clock, the initial-state check and the work (:mod:`dalembert.engine.forcing`).
+"""Forces with controls on every system kind, and the left-trivialised torques of the Lie-group kinds.
+
+:class:`ControlledForce` is the one control mechanism of the kinds whose force may take a control u
+(``NonholonomicSystem``, ``AlmostPoissonSystem``, ``ReducedSystem`` and the Lie-group kinds);
+:class:`StateForce` adds the force f(configuration, velocity, t[, u]) of the kinds whose node is a
+(configuration, velocity) pair (``NonholonomicSystem``: (q, v); the Lie-group kinds: (g, ξ));
+:class:`LeftTrivialisedTorque` gives ``EulerPoincareSuslovSystem`` and ``LieNonholonomicSystem`` (and
+any kind on a group with node arrays (g, ξ)) ``force=τ(g, ξ, t[, u])`` with the conventions of
+``NonholonomicSystem(force=...)``: controls, the engine's clock, the initial-state check and the
+work (:mod:`dalembert.engine.forcing`).
 """
 from __future__ import annotations
+
+import copy
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +20,13 @@ import numpy as np
 from .. import clock, linalg
 from ..declarations import Feature
 from ..errors import InputError
-from .nonholonomic import NonholonomicSystem, _depends_on_input, _no_controls, _positional_count
+from .kind import _depends_on_input, _positional_count, refuse_complex
+
+
+def _no_controls(t):
+    """The placeholder of a controlled force without controls: refused when evaluated."""
+    raise InputError("force(q, v, t, u) takes a control but none is given: pass controls=U (an (N, c) "
+                     "array, one row per step, or a callable t -> (c,)) to the system, dl.integrate or dl.solve")
 
 
 class ControlledForce:
@@ -24,12 +38,15 @@ class ControlledForce:
     is kept traced, so ``jax.grad`` w.r.t. U works).
 
     A kind calls :meth:`_init_controls` in its constructor, evaluates its force with
-    :meth:`control` as the last argument when :attr:`controlled` is True, and adds
-    :meth:`control_features` to its features.
+    :meth:`control` as the last argument when :attr:`controlled` is True (:meth:`_call_force`), and
+    adds :meth:`control_features` to its features.
     """
 
     #: how a force that takes a control is written (in the error messages)
     controlled_signature = "force(g, ξ, t, u)"
+    #: attributes holding compiled functions of the system (and so of its controls): a copy made
+    #: by :meth:`with_controls` drops them
+    control_caches: tuple = ()
 
     def _init_controls(self, takes_u: bool, controls, name: str):
         """Record whether the force takes u and the signal (None: refused when the force is
@@ -51,25 +68,87 @@ class ControlledForce:
         return {Feature.CONTROLS} if self.controlled else set()
 
     def with_controls(self, controls, *, h=None, t0: float = 0.0):
-        """The same system with the control signal ``controls`` ((N, c) array or callable t -> (c,)),
-        as :meth:`NonholonomicSystem.with_controls <dalembert.NonholonomicSystem.with_controls>`
-        (InputError for a force that takes no control, an array that is not 2-D or not finite)."""
+        """The same system with the control signal ``controls`` ((N, c) array, one row per step,
+        or a callable t -> (c,)); the data are shared (a shallow copy). ``h``, ``t0``: the step
+        grid of an array (the engine's clock gives the step index; the reference solution reads it
+        from the grid, :meth:`step_index`). Raises InputError for a system whose force takes no
+        control, an array that is not 2-D or not finite."""
         if not self.controlled:
             raise InputError(f"{self.name}: controls are given but its force takes none; write "
                              f"{self.controlled_signature}")
-        return NonholonomicSystem.with_controls(self, controls, h=h, t0=t0)
+        if not callable(controls):
+            refuse_complex(controls, "controls")
+            controls = (jnp.asarray(controls, jnp.float64) if linalg.traced(controls)
+                        else np.asarray(controls, np.float64))
+            if controls.ndim != 2:
+                raise InputError(f"controls must be an (N, c) array, one row per step; got shape {controls.shape}")
+            if not linalg.traced(controls) and not np.all(np.isfinite(controls)):
+                raise InputError("controls has non-finite entries")
+        other = copy.copy(self)
+        other._controls = controls
+        other._control_grid = None if h is None else (float(t0), float(h))
+        for cache in self.control_caches:
+            other.__dict__.pop(cache, None)
+        return other
 
     def step_index(self, t):
-        """The control array's step at time t (:meth:`NonholonomicSystem.step_index
-        <dalembert.NonholonomicSystem.step_index>`)."""
-        return NonholonomicSystem.step_index(self, t)
+        """The step k with t in [t0 + k h, t0 + (k+1) h) on the grid of the control array (0
+        without one), clipped to the array's rows; traceable."""
+        grid = getattr(self, "_control_grid", None)
+        if grid is None or callable(self._controls) or self._controls is None:
+            return jnp.asarray(0, jnp.int32)
+        t0, h = grid
+        k = jnp.floor((t - t0) / h + 1e-9).astype(jnp.int32)
+        return jnp.clip(k, 0, jnp.asarray(self._controls).shape[0] - 1)
 
     def control(self, dt=0.0):
-        """u (c,) at the clock's time + dt (the current step's row of an array)."""
-        return NonholonomicSystem.control(self, dt)
+        """u at the clock's time + dt (:mod:`dalembert.clock`): the row of the current step of an
+        (N, c) array, or the callable's value; shape (c,)."""
+        t, k = clock.now()
+        if callable(self._controls):
+            return jnp.asarray(self._controls(t + dt), jnp.float64)
+        return jnp.asarray(self._controls)[k]
+
+    def _call_force(self, *state, dt=0.0):
+        """The user's force ``self._force(*state, t[, u])`` at the clock's time t + dt, with the
+        control :meth:`control` (dt) when it takes one, as float64."""
+        t = clock.now()[0] + dt
+        if self.controlled:
+            return jnp.asarray(self._force(*state, t, self.control(dt)), jnp.float64)
+        return jnp.asarray(self._force(*state, t), jnp.float64)
 
 
-class LeftTrivialisedTorque(ControlledForce):
+class StateForce(ControlledForce):
+    """Mixin of the kinds whose force is f(configuration, velocity, t[, u]) (``self._force``, None
+    without one): ``NonholonomicSystem`` (q, v) and the Lie-group kinds (g, ξ,
+    :class:`LeftTrivialisedTorque`). The kind declares :attr:`zero_force_like`."""
+
+    #: which argument of :meth:`force` a zero force (a system without ``force=``) takes its shape
+    #: from: 0 the configuration (the generalized force of q ∈ Rⁿ, (n,)), 1 the velocity (the
+    #: torque of ξ ∈ 𝔤, (dim 𝔤,))
+    zero_force_like = 1
+
+    @property
+    def has_force(self) -> bool:
+        """True if the system has a non-conservative force (``force=``)."""
+        return getattr(self, "_force", None) is not None
+
+    def force(self, q, v, dt=0.0):
+        """The force f(q, v, t) at the clock's time + dt (with the control u of the step when it
+        takes one), float64 of the shape the force returns ((n,) generalized force; (dim 𝔤,)
+        body-frame torque); zeros of the shape of the argument :attr:`zero_force_like` without one."""
+        if not self.has_force:
+            return jnp.zeros_like((q, v)[self.zero_force_like])
+        return self._call_force(q, v, dt=dt)
+
+    def force_depends_on_velocity(self, q, v) -> bool:
+        """Whether the force depends on the velocity v (decided by tracing at (q, v)); False without one."""
+        if not self.has_force:
+            return False
+        return _depends_on_input(lambda w: self.force(jnp.asarray(q), w), jnp.asarray(v, jnp.float64))
+
+
+class LeftTrivialisedTorque(StateForce):
     """Mixin of the Lie-group kinds for a non-conservative **left-trivialised torque**
     τ(g, ξ, t) ∈ 𝔤* (body frame; N·m on SO(3)), or τ(g, ξ, t, u) with a control u (c,), with the
     conventions of ``NonholonomicSystem(force=...)``: the time is the engine's clock
@@ -95,11 +174,6 @@ class LeftTrivialisedTorque(ControlledForce):
         self._init_controls(force is not None and _positional_count(force) >= 4, controls, name)
 
     @property
-    def has_force(self) -> bool:
-        """True if the system has a torque (``force=``)."""
-        return getattr(self, "_force", None) is not None
-
-    @property
     def timed(self) -> bool:
         """True with a torque: the system is stepped on the engine's clock and its work accounted."""
         return self.has_force
@@ -109,22 +183,6 @@ class LeftTrivialisedTorque(ControlledForce):
         if not self.has_force:
             return set()
         return {Feature.FORCES} | self.control_features()
-
-    def force(self, g, xi, dt=0.0):
-        """The torque τ(g, ξ, t) ∈ 𝔤* (body frame) at the clock's time + dt, shape (dim 𝔤,);
-        zeros without one."""
-        if not self.has_force:
-            return jnp.zeros_like(xi)
-        t = clock.now()[0] + dt
-        if self._force_takes_u:
-            return jnp.asarray(self._force(g, xi, t, self.control(dt)), jnp.float64)
-        return jnp.asarray(self._force(g, xi, t), jnp.float64)
-
-    def force_depends_on_velocity(self, g, xi) -> bool:
-        """Whether the torque depends on ξ (decided by tracing at (g, ξ)); False without one."""
-        if not self.has_force:
-            return False
-        return _depends_on_input(lambda w: self.force(jnp.asarray(g), w), jnp.asarray(xi, jnp.float64))
 
     def configuration_rate(self, g, xi):
         """ġ = g ξ̂ (left trivialisation), shape of g: the direction in which the work's Hermite
