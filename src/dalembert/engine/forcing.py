@@ -12,10 +12,17 @@ The work of a method of order < 4 is the trapezoidal rule on the displacement,
 P = f·v, W_{k+1} = W_k + h/2 (P_k + P_{k+1}) + h²/12 (Ṗ_k − Ṗ_{k+1}), fourth order.
 ``traj.work`` (N+1,) is W at the nodes, and the energy balance residual E_k − E_0 − W_k
 (``traj.energy_balance_residual``) replaces the energy error of a conservative run; it converges
-at min(order, 2) or min(order, 4). A system kind whose node is not (q, v) gives its own
-``work_node(observation)``, ``work_increment`` (second order) and ``power_and_rate`` (a
-``ReducedSystem``: node ((x, R), (ẋ, ξ)), power f_x·ẋ + τ·ξ (+ λᵀν̃), the trapezoidal rule on the
-power below order 4).
+at min(order, 2) or min(order, 4).
+
+A system kind whose node is not (q, v) gives its own node and power: ``work_node(observation)``
+-> (c, u), the node's configuration and velocity parts (pytrees), and ``power_and_rate(c, u, dt,
+rate=True)`` -> (P, Ṗ), the power at the clock's time + dt and its time derivative along the
+motion ((P, None) with ``rate=False``). Its work is summed by the trapezoidal rule on the power,
+W_{k+1} = W_k + h/2 (P_k + P_{k+1}), below order 4 (it has no displacement q_{k+1} − q_k: a
+configuration on a group), and by the Hermite rule from order 4. The Lie-group kinds
+(:class:`~dalembert.systems.torque.LeftTrivialisedTorque`, a left-trivialised torque τ(g, ξ, t)):
+node (g, ξ), P = τ·ξ, Ṗ along (ġ, ξ̇) = (g ξ̂, ξ̇); a ``ReducedSystem`` on Rⁿ × G: node
+((x, R), (ẋ, ξ)), P = f_x·ẋ + τ·ξ (+ λᵀν̃).
 
 Explicit time and moving supports. With V(q, t) and affine constraints μ(q)v = ν(q, t) the
 Lagrange–d'Alembert equations G q̈ = ∂L/∂q − Ġv + f + μᵀλ give, for E = T + V(q, t),
@@ -30,12 +37,6 @@ trapezoidal rule h/2 (S_k + S_{k+1}); from order 4 the Hermite rule on P (Ṗ al
 and in t). The balance residual then converges at the same orders. The node energy is
 T + V(q_k, t_k) and the constraint residual μ(q_k)v_k − ν(q_k, t_k): the clocked observation
 carries its node's (t_k, k) (:data:`dalembert.clock.NODE_CLOCK`) for them.
-
-Lie-group kinds (a left-trivialised torque τ(g, ξ, t), :class:`~dalembert.systems.torque.LeftTrivialisedTorque`):
-the node arrays of the work are the kind's ``work_arrays`` (g, ξ) instead of (q, v), the power is
-P = τ·ξ, below order 4 it is summed by the trapezoidal rule h/2 (P_k + P_{k+1}) (a group has no
-displacement q_{k+1} − q_k), and the Hermite rule differentiates P along (ġ, ξ̇) = (g ξ̂, ξ̇) with the
-kind's ``configuration_rate`` and ``acceleration``.
 
 A method that accounts for its own discrete work reports it as the node array ``work`` of its
 observation (the discrete-gradient methods: W_k = Σ h∇̄Hᵀ(−R∇̄H + F̄), whose balance
@@ -87,8 +88,8 @@ def _supply(system, q, v, dt):
 
 def _power_and_rate(system, q, v, dt):
     """(P, Ṗ) at a node (the system's own ``power_and_rate(q, v, dt)`` when it has one: a kind
-    whose node is not (q, v), e.g. ((x, R), (ẋ, ξ)) of a ReducedSystem): the power P = f(q, v, t)·v + S(q, v, t) of the force and the supply
-    (module doc) and its time derivative along the motion,
+    whose node is not (q, v), module doc): the power P = f(q, v, t)·v + S(q, v, t) of the force and
+    the supply (module doc) and its time derivative along the motion,
     Ṗ = d/dτ P(q + τv, v + τa, t + τ) at τ = 0 with a the index-1 acceleration
     (:meth:`~dalembert.NonholonomicSystem.acceleration`), by forward-mode autodiff."""
     own = getattr(system, "power_and_rate", None)
@@ -96,11 +97,9 @@ def _power_and_rate(system, q, v, dt):
         return own(q, v, dt)
     with clock.shifted(dt):
         a = system.acceleration(q, v)
-    rate = getattr(system, "configuration_rate", None)
-    qdot = v if rate is None else rate(q, v)
 
     def power(tau):
-        qq, vv = q + tau * qdot, v + tau * a
+        qq, vv = q + tau * v, v + tau * a
         return jnp.sum(system.force(qq, vv, dt + tau) * vv) + _supply(system, qq, vv, dt + tau)
     return jax.jvp(power, (jnp.zeros((), jnp.float64),), (jnp.ones((), jnp.float64),))
 
@@ -110,11 +109,10 @@ def with_clock(scheme: Scheme, system, t0: float = 0.0, order: int = 2) -> Clock
     method's; from 4 on the work is summed by the Hermite (corrected trapezoidal) rule
     W_{k+1} − W_k = h/2 (P_k + P_{k+1}) + h²/12 (Ṗ_k − Ṗ_{k+1}) with P = f·v (fourth order; an
     acceleration and a derivative of the power per node), else by the trapezoidal rule on the
-    displacement (second order)."""
+    displacement (second order; on the power for a kind with its own ``work_node``)."""
     t0 = jnp.asarray(t0, jnp.float64)
     hermite = order >= 4
-    config, velocity = getattr(system, "work_arrays", ("q", "v"))
-    on_group = hasattr(system, "configuration_rate")      # no displacement rule on a group
+    own_node = getattr(system, "work_node", None)      # a kind whose node is not (q, v)
 
     def node(inner, h, t, k):
         """(q, v, the method's own work or None) at a node."""
@@ -123,8 +121,7 @@ def with_clock(scheme: Scheme, system, t0: float = 0.0, order: int = 2) -> Clock
         if WORK in d:                        # the method's own discrete work: no quadrature
             empty = jnp.zeros((0,), jnp.float64)
             return empty, empty, jnp.asarray(d[WORK], jnp.float64)
-        pick = getattr(system, "work_node", None)      # a kind whose node is not (q, v)
-        return (*pick(d), None) if pick is not None else (d[config], d[velocity], None)
+        return (*own_node(d), None) if own_node is not None else (d["q"], d["v"], None)
 
     def start_time():
         """t0: the running clock's time where the engine's start program sets it (the run's t0
@@ -155,10 +152,10 @@ def with_clock(scheme: Scheme, system, t0: float = 0.0, order: int = 2) -> Clock
                 p0, r0 = _power_and_rate(system, st.q, st.v, 0.0)
                 p1, r1 = _power_and_rate(system, q1, v1, h)
                 dw = 0.5 * h * (p0 + p1) + h * h / 12.0 * (r0 - r1)
-            elif hasattr(system, "work_increment"):      # a kind with its own second-order rule
-                dw = system.work_increment(st.q, st.v, q1, v1, h)
-            elif on_group:
-                dw = 0.5 * h * (jnp.sum(system.force(st.q, st.v) * st.v) + jnp.sum(system.force(q1, v1, h) * v1))
+            elif own_node is not None:           # no displacement: the trapezoidal rule on the power
+                p0 = system.power_and_rate(st.q, st.v, 0.0, rate=False)[0]
+                p1 = system.power_and_rate(q1, v1, h, rate=False)[0]
+                dw = 0.5 * h * (p0 + p1)
             else:
                 f0 = system.force(st.q, st.v)
                 f1 = system.force(q1, v1, h)

@@ -471,15 +471,14 @@ class ReducedSystem(ControlledForce, SystemKind):
         """((x, R), (ẋ, ξ)) of a node observation: what the work quadrature reads."""
         return (obs["x"], obs["R"]), (obs["xdot"], obs["xi"])
 
-    def work_increment(self, c0, u0, c1, u1, h):
-        """W_{k+1} − W_k by the trapezoidal rule on the power, h/2 (P_k + P_{k+1}) (second order)."""
-        return 0.5 * h * (self.power(*c0, *u0, 0.0) + self.power(*c1, *u1, h))
-
-    def power_and_rate(self, c, u, dt):
-        """(P, Ṗ) at a node: the power and its time derivative along the motion,
-        Ṗ = d/ds P(x + sẋ, R(I + sξ̂), ẋ + sẍ, ξ + sξ̇, t + s) at s = 0 (first order in s is all
-        the tangent needs), by forward-mode autodiff (the Hermite work rule of order 4)."""
+    def power_and_rate(self, c, u, dt, *, rate: bool = True):
+        """(P, Ṗ) at a node c = (x, R), u = (ẋ, ξ): the power :meth:`power` at the clock's time + dt
+        and its time derivative along the motion, Ṗ = d/ds P(x + sẋ, R(I + sξ̂), ẋ + sẍ, ξ + sξ̇, t + s)
+        at s = 0 (first order in s is all the tangent needs), by forward-mode autodiff (the Hermite
+        work rule of order 4); (P, None) with ``rate=False`` (the trapezoidal rule below order 4)."""
         (x, R), (xd, xi) = c, u
+        if not rate:
+            return self.power(x, R, xd, xi, dt), None
         with clock.shifted(dt):
             a = self.acceleration(x, R, xd, xi)
         X = self.group.hat(xi)

@@ -154,15 +154,13 @@ class LeftTrivialisedTorque(StateForce):
     conventions of ``NonholonomicSystem(force=...)``: the time is the engine's clock
     (:mod:`dalembert.clock`; runs start at ``t0``), a control array holds one row per step,
     ``with_controls`` gives the same system with other controls, ``traj.work`` is the work
-    ∫τ·ξ dt (:mod:`dalembert.engine.forcing`, with the node arrays :attr:`work_arrays` and the
-    configuration rate ġ = g ξ̂ of :meth:`configuration_rate`).
+    ∫τ·ξ dt (:mod:`dalembert.engine.forcing`, with the node (g, ξ) of :meth:`work_node` and the
+    power of :meth:`power_and_rate`).
 
     A kind calls :meth:`_init_torque` in its constructor and its :meth:`_check_torque` in its
     initial-state check, and adds :meth:`torque_features` to its features.
     """
 
-    #: the node arrays (configuration, velocity) whose power τ·ξ the work integrates
-    work_arrays = ("R", "omega")
     explicit_time = False
     has_supply = False
 
@@ -184,10 +182,26 @@ class LeftTrivialisedTorque(StateForce):
             return set()
         return {Feature.FORCES} | self.control_features()
 
-    def configuration_rate(self, g, xi):
-        """ġ = g ξ̂ (left trivialisation), shape of g: the direction in which the work's Hermite
-        rule differentiates the power along the motion."""
-        return self.reconstruction(g, xi)
+    @staticmethod
+    def work_node(obs: dict):
+        """(g, ξ) = (R, ω) of a node observation: what the work quadrature reads."""
+        return obs["R"], obs["omega"]
+
+    def power_and_rate(self, g, xi, dt, *, rate: bool = True):
+        """(P, Ṗ) at the node (g, ξ): the torque's power P = τ(g, ξ, t)·ξ at the clock's time + dt
+        and its time derivative along the motion, Ṗ = d/ds P(g + s ġ, ξ + s ξ̇, t + s) at s = 0 with
+        ġ = g ξ̂ (left trivialisation, :meth:`reconstruction`) and ξ̇ the kind's acceleration, by
+        forward-mode autodiff (the Hermite work rule of order 4); (P, None) with ``rate=False``."""
+        if not rate:
+            return jnp.sum(self.force(g, xi, dt) * xi), None
+        with clock.shifted(dt):
+            a = self.acceleration(g, xi)
+        gdot = self.reconstruction(g, xi)
+
+        def power(s):
+            gg, w = g + s * gdot, xi + s * a
+            return jnp.sum(self.force(gg, w, dt + s) * w)
+        return jax.jvp(power, (jnp.zeros((), jnp.float64),), (jnp.ones((), jnp.float64),))
 
     def _check_torque(self, g, xi):
         """InputError (one line) unless τ(g0, ξ0, t0) (with its control) is a finite (dim 𝔤,) array."""
