@@ -2,6 +2,8 @@
 interleaved timing."""
 from __future__ import annotations
 
+import os
+import statistics
 import time
 from pathlib import Path
 
@@ -22,19 +24,38 @@ def publish(md: str, note: str = "", out: Path | None = None, out_heading: str =
     return md
 
 
-def interleaved_times(runs: dict, repeats: int, per: float = 1.0) -> dict:
+def interleaved_times(runs: dict, repeats: int, per: float = 1.0, clock=time.perf_counter) -> dict:
     """``{name: [seconds / per, ...]}``: each callable of ``runs`` called once (it compiles), then
     ``repeats`` rounds calling every one in turn, so that a change of the machine's load falls on
-    all of them alike (report min / median / max)."""
+    all of them alike (report min / median / max). ``clock``: wall time by default,
+    ``time.process_time`` for CPU time."""
     for fn in runs.values():
         fn()
     times = {k: [] for k in runs}
     for _ in range(repeats):
         for k, fn in runs.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            times[k].append((time.perf_counter() - t0) / per)
+            times[k].append((clock() - t0) / per)
     return times
+
+
+def cpu_step_table(runs: dict, repeats: int, steps: int, heading: str, notes=(), width: int = 34) -> dict:
+    """Time ``runs`` (callables of ``steps`` steps each) by :func:`interleaved_times` in CPU time
+    (``time.process_time``), µs per step, and print ``# {heading}; CPU µs per step min / median /
+    max of {repeats} interleaved; load a → b`` (the 1-minute load average before and after), the
+    lines ``notes``, and a row ``name  min / median / max`` per run (the name padded to ``width``).
+    Returns the medians ``{name: µs per step}``."""
+    load = os.getloadavg()
+    times = interleaved_times(runs, repeats, per=steps / 1e6, clock=time.process_time)
+    load1 = os.getloadavg()
+    print(f"# {heading}; CPU µs per step min / median / max of {repeats} interleaved; "
+          f"load {load[0]:.2f} → {load1[0]:.2f}")
+    for line in notes:
+        print(line)
+    for k, t in times.items():
+        print(f"{k:{width}s} {min(t):8.2f} / {statistics.median(t):8.2f} / {max(t):8.2f}")
+    return {k: statistics.median(t) for k, t in times.items()}
 
 
 def first_call_seconds(script: str, args, repeats: int) -> float:

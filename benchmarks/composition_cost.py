@@ -9,11 +9,9 @@ composition / (stages × base) from the medians.
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import time
 
-import numpy as np
+from _report import cpu_step_table
 
 #: (composition, base)
 PAIRS = (("nh-rattle-4", "nh-rattle-sym"), ("nh-rattle-6", "nh-rattle-sym"), ("nh-rattle-8", "nh-rattle-sym"),
@@ -47,21 +45,8 @@ def main(argv=None):
         if a.integrate:
             runs[f"{m} [integrate]"] = lambda m=m: dl.integrate(model.system, m, h=h, t_final=N * h,
                                                                 save_every=N, progress=False, **st)
-    for fn in runs.values():
-        fn()                                       # compiles: excluded
-    load = os.getloadavg()
-    times = {k: [] for k in runs}
-    for _ in range(a.repeats):
-        for k, fn in runs.items():
-            t0 = time.process_time()
-            fn()
-            times[k].append((time.process_time() - t0) / N * 1e6)
-    load1 = os.getloadavg()
-    print(f"# composition cost: chaotic-quartic n = {a.n} ({2 * a.n + 1} coordinates), {N} steps of h = {h}; "
-          f"CPU µs per step min / median / max of {a.repeats} interleaved; load {load[0]:.2f} → {load1[0]:.2f}")
-    for k, t in times.items():
-        print(f"{k:34s} {min(t):8.2f} / {statistics.median(t):8.2f} / {max(t):8.2f}")
-    med = {k: statistics.median(t) for k, t in times.items()}
+    med = cpu_step_table(runs, a.repeats, N, f"composition cost: chaotic-quartic n = {a.n} ({2 * a.n + 1} "
+                                             f"coordinates), {N} steps of h = {h}")
     for c, b in PAIRS:
         for kind in ("jit", "integrate") if a.integrate else ("jit",):
             r = med[f"{c} [{kind}]"] / (stages[c] * med[f"{b} [{kind}]"])

@@ -20,11 +20,10 @@ with dalembert's options (``save_every = N``: one node), and ``dl.integrate`` (`
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import time
 
 import numpy as np
+
+from _report import cpu_step_table
 
 
 def handwritten(m, r, g, rtol=1e-14, max_iter=40):
@@ -150,23 +149,10 @@ def main(argv=None):
             "lie-gni, jit(dl.solve) (dalembert's options)": lambda: jax.block_until_ready(solve_c(x0s, jnp.float64(h))),
             "lie-gni, dl.integrate": lambda: dl.integrate(sysm, "lie-gni", h=h, t_final=N * h, save_every=N,
                                                           progress=False, **st)}
-    for fn in runs.values():
-        fn()
-    load = os.getloadavg()
-    times = {k: [] for k in runs}
-    for _ in range(a.repeats):
-        for k, fn in runs.items():
-            t0 = time.process_time()
-            fn()
-            times[k].append((time.process_time() - t0) / N * 1e6)
-    load1 = os.getloadavg()
-    print(f"# lie-gni against a hand-written JAX step: tilting-disk-so3 (R² × SO(3), G̃(R), V(R)), {N} steps of "
-          f"h = {h}; CPU µs per step min / median / max of {a.repeats} interleaved; load {load[0]:.2f} → {load1[0]:.2f}")
-    print(f"# final state: max |hand-written − dl.solve| = {diff:.1e}; Newton iterations hand-written {int(its)}, "
-          f"dalembert {its_dl}")
-    for k, t in times.items():
-        print(f"{k:46s} {min(t):8.2f} / {statistics.median(t):8.2f} / {max(t):8.2f}")
-    med = {k: statistics.median(t) for k, t in times.items()}
+    med = cpu_step_table(runs, a.repeats, N, f"lie-gni against a hand-written JAX step: tilting-disk-so3 (R² × "
+                                             f"SO(3), G̃(R), V(R)), {N} steps of h = {h}",
+                         notes=[f"# final state: max |hand-written − dl.solve| = {diff:.1e}; Newton iterations "
+                                f"hand-written {int(its)}, dalembert {its_dl}"], width=46)
     base = med["hand-written, dalembert's options"]
     for k in runs:
         print(f"{k} / hand-written (dalembert's options): {med[k] / base:.2f}")
