@@ -3,6 +3,7 @@ error of 1e-4 (and 1e-7, 1e-10 for context), dalembert's compositions at large h
 diffrax's best (Tsit5, Dopri5, Dopri8, PID controller), interleaved.
 
     python benchmarks/work_precision_low.py [--t-final 100] [--repeats 7] [--targets 1e-4,1e-7,1e-10]
+        [--methods rk8-projected,nh-rattle-8,rk8-projected:tableau=dop853] [--per-octave 4]
 
 The system is not a zoo model: a knife edge (q = (x, y, θ), blade along (cos θ, sin θ), metric
 diag(1, 1, 0.2)) in the anharmonic well V = ½(x² + 2y²) + ¼(x² + y²)² + 0.3 x y², with the
@@ -10,7 +11,7 @@ constraint sin θ ẋ − cos θ ẏ = 0 (a constant metric: the explicit GNI pa
 SciPy DOP853 at rtol = atol = 1e-13 on the index-1 ODE, checked against nh-rattle-8 at h = 1/128.
 
 Phase 1 (calibration): for each method, a sweep of the step count N (dalembert, h = T/N, N in
-steps of 2^(1/4)) or the tolerance (diffrax, rtol = atol = 10^(-k/4)); at each target the
+steps of 2^(1/per-octave)) or the tolerance (diffrax, rtol = atol = 10^(-k/4)); at each target the
 cheapest point (fewest steps; the largest tol) whose final error max|q(T) − q_ref(T)| is at most
 the target. Phase 2 (timing): each chosen point compiled once (the first call excluded), then
 ``--repeats`` rounds calling every one in turn (interleaved); process CPU time (all threads) and
@@ -33,9 +34,10 @@ from pathlib import Path
 import numpy as np
 
 #: registered methods, and "BASE+COEFFICIENTS" for dl.methods.compose(BASE, COEFFICIENTS) (the
-#: 3-stage triple jump: fewer stages than nh-rattle-4's 5-stage Suzuki fractal, a larger error constant)
-DALEMBERT = ("nh-rattle", "nh-rattle-sym", "nh-rattle-4", "nh-rattle-sym+triple-jump-4", "nh-rattle-6",
-             "gni-midpoint-4")
+#: 3-stage triple jump: fewer stages than nh-rattle-4's 5-stage Suzuki fractal, a larger error constant);
+#: "NAME:KEY=VALUE,..." passes build options (e.g. "rk8-projected:tableau=dop853")
+DALEMBERT = ("rk8-projected", "nh-rattle", "nh-rattle-sym", "nh-rattle-4", "nh-rattle-sym+triple-jump-4",
+             "nh-rattle-6", "nh-rattle-8", "gni-midpoint-4")
 
 
 @functools.lru_cache(maxsize=None)
@@ -43,11 +45,19 @@ def _method(name):
     """One method object per name: dl.integrate compiles again for a new (equal) composed object,
     which made the 2026-11-28 run's "triple-jump [integrate]" rows (365 ms) a compile per call."""
     import dalembert as dl
+    name = name.split(":")[0]
     if "+" in name:
         base, coef = name.split("+")
         return dl.methods.compose(dl.methods.get(base), coef)
     return name
 DIFFRAX = ("tsit5", "dopri5", "dopri8")
+
+
+def _options(name) -> dict:
+    """The build options of a method spec "NAME:KEY=VALUE;KEY=VALUE" (strings)."""
+    if ":" not in name:
+        return {}
+    return dict(kv.split("=") for kv in name.split(":", 1)[1].split(";"))
 
 
 def knife_edge_well():
@@ -71,7 +81,8 @@ def _dl_program(system, method, q0, v0, T, N):
     import jax
     import dalembert as dl
     from dalembert.engine.xla import compile_lowered
-    lowered = jax.jit(lambda q0, v0: dl.solve(system, _method(method), (q0, v0), T / N, N, save_every=N)).lower(q0, v0)
+    lowered = jax.jit(lambda q0, v0: dl.solve(system, _method(method), (q0, v0), T / N, N, save_every=N,
+                                                     **_options(method))).lower(q0, v0)
     compiled = compile_lowered(lowered)
     return lambda: np.asarray(jax.block_until_ready(compiled(q0, v0))["q"])[-1]
 
@@ -79,7 +90,7 @@ def _dl_program(system, method, q0, v0, T, N):
 def _dl_integrate(system, method, q0, v0, T, N):
     import dalembert as dl
     return lambda: np.asarray(dl.integrate(system, _method(method), q0=q0, v0=v0, h=T / N, t_final=T, save_every=N,
-                                           progress=False).q)[-1]
+                                           progress=False, **_options(method)).q)[-1]
 
 
 def _dfx_program(system, solver_name, y0, n, T, tol, opts):
@@ -111,11 +122,11 @@ def _dfx_program(system, solver_name, y0, n, T, tol, opts):
     return run
 
 
-def calibrate_dl(system, method, q0, v0, T, q_ref, targets, n_max):
+def calibrate_dl(system, method, q0, v0, T, q_ref, targets, n_max, per_octave=4):
     chosen, rows = {}, []
     k = 0
     while True:
-        N = int(round(T * 2 ** (k / 4)))
+        N = int(round(T * 2 ** (k / per_octave)))
         k += 1
         if N > n_max:
             break
@@ -158,6 +169,7 @@ def main(argv=None):
     ap.add_argument("--targets", default="1e-4,1e-7,1e-10")
     ap.add_argument("--methods", default=",".join(DALEMBERT))
     ap.add_argument("--n-max", type=int, default=400000)
+    ap.add_argument("--per-octave", type=int, default=4, help="dalembert's step counts N = T·2^(k/per-octave)")
     ap.add_argument("--dfx-start", type=int, default=8,
                     help="first tolerance 10^(-k/4) of diffrax's sweeps (20 skips to 1e-5 for a 1e-4 target)")
     ap.add_argument("--out", default="benchmarks/results/work_precision_low")
@@ -180,7 +192,7 @@ def main(argv=None):
     load0 = os.getloadavg()
     calib = {}
     for m in a.methods.split(","):
-        calib[m] = calibrate_dl(system, m, q0, v0, T, q_ref, targets, a.n_max)
+        calib[m] = calibrate_dl(system, m, q0, v0, T, q_ref, targets, a.n_max, a.per_octave)
     for s in DIFFRAX:
         calib[f"diffrax-{s}"] = calibrate_dfx(system, s, y0, n, T, q_ref, targets, a.dfx_start)
     results = {}
@@ -216,7 +228,7 @@ def main(argv=None):
     load1 = os.getloadavg()
     lines = [f"# Low-accuracy work-precision: knife edge in an anharmonic well, T = {T:g}",
              "", f"`python benchmarks/work_precision_low.py --t-final {T:g} --repeats {a.repeats} "
-             f"--targets {a.targets} --methods {a.methods} --dfx-start {a.dfx_start}`; dalembert from "
+             f"--targets {a.targets} --methods {a.methods} --dfx-start {a.dfx_start} --per-octave {a.per_octave}`; dalembert from "
              f"{Path(dl.__file__).parent}; "
              f"load average (1/5/15 min) before {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f}, after "
              f"{load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f}, {os.cpu_count()} cores; reference floor {floor:.1e}.",

@@ -40,10 +40,11 @@ CHOOSER = {
     "gni-midpoint-sym": ("a q-dependent metric without the parasitic mode; configuration constraints", NM),
     "nh-rattle-4": ("high accuracy, any metric; the default of the sleigh, the chaotic quartic system, "
                     "the snakeboard and the tilting disk", SYM),
-    "nh-rattle-6": ("higher accuracy still (order 6), any metric; low accuracy (1e-4) at large h, "
-                    "after nh-rattle-8", SYM),
-    "nh-rattle-8": ("round-off accuracy at moderate h (order 8), any metric; also the fastest "
-                    "to a 1e-4 endpoint, at large h (benchmarks: low accuracy)", SYM),
+    "nh-rattle-6": ("higher accuracy still (order 6), any metric; low accuracy (1e-4) at large h "
+                    "with the structure kept, after nh-rattle-8", SYM),
+    "nh-rattle-8": ("round-off accuracy at moderate h (order 8), any metric; the fastest "
+                    "structure-preserving method to a 1e-4 endpoint, at large h (about 2× "
+                    "rk8-projected; benchmarks: low accuracy)", SYM),
     "gni-midpoint-4": ("high accuracy with a q-dependent metric (order 4)", NM),
     "dla-midpoint": ("comparison: a discrete (midpoint) constraint instead of the node constraint", NM),
     "dla-left": ("comparison: order 1, discrete constraint at the left point", NM),
@@ -56,7 +57,10 @@ CHOOSER = {
     "gonzalez-f": ("exact energy in (q, p) with configuration constraints; the rolling constraint drifts",
                    "Newton on 2n + m + k"),
     "gonzalez-r": ("exact energy and both constraints, from canonical data (Algorithm 1)", DG),
-    "rk8-projected": ("a fast non-geometric baseline: order 8 with projection onto the constraints",
+    "rk8-projected": ("low accuracy (a 1e-4 endpoint) and other short runs where energy and symmetry "
+                      "need not be kept: the fastest method there, as fast as diffrax's best "
+                      "(Dopri8) with jit(dl.solve); order 8, the node constraint kept by projection, "
+                      "the energy drifts (benchmarks: low accuracy)",
                       "explicit (m × m solves per stage)"),
     "reference": ("the yardstick: SciPy DOP853 at rtol = atol = 1e-13; not structure-preserving, "
                   "not compiled, no checkpoint", "explicit, adaptive (SciPy)"),
