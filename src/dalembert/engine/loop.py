@@ -53,8 +53,8 @@ CHUNK_BYTES = 8 << 20
 def single_chunk_saves(width: int, itemsize: int = 8) -> int:
     """Saved nodes per compiled chunk of a single run whose node record holds ``width`` numbers
     of ``itemsize`` bytes: :data:`CHUNK_SAVES`, or fewer so that the chunk's records stay within
-    :data:`CHUNK_BYTES` (at least 256)."""
-    return max(256, min(CHUNK_SAVES, CHUNK_BYTES // max(1, width * itemsize)))
+    :data:`CHUNK_BYTES` (but at least 256)."""
+    return min(CHUNK_SAVES, max(256, CHUNK_BYTES // max(1, width * itemsize)))
 
 
 #: Most steps of one run: step indices are exact in float64 (t = k·h) below 2**53.
