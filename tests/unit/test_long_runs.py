@@ -153,6 +153,17 @@ def test_node_records_join_to_the_arrays_they_pack():
         for k in layout.names:
             np.testing.assert_array_equal(a[k], b[k])
             np.testing.assert_array_equal(a[k], np.concatenate([p[k] for p in pieces], axis=axis))
+    # a single run's records copied into one array of the announced rows as they come (9 rows
+    # here), and joined as pieces after all when more come than announced (7)
+    pieces = [{k: rng.normal(size=(r,) + shp) for k, shp in zip(layout.names, layout.shapes)} for r in (1, 5, 3)]
+    for rows in (9, 12, 7):
+        held = MemoryNodes(pieces[0], layout=layout, rows=rows)
+        for i, p in enumerate(pieces[1:]):
+            held.append_records(layout.pack(p), layout)
+            got = held.arrays()            # (a checkpoint reads them mid-run)
+            for k in layout.names:
+                np.testing.assert_array_equal(got[k], np.concatenate([q[k] for q in pieces[:i + 2]]))
+        assert (held.buffer is not None) == (rows >= 9)
 
 
 def _asymmetric_past(x):

@@ -39,8 +39,23 @@ CHUNK_STEPS = 65536
 ENSEMBLE_CHUNK_MEMBER_STEPS = 1 << 22
 #: Saved nodes per compiled chunk of a single run: every run length and save_every shares the
 #: one program (a call runs at most CHUNK_STEPS steps; the nodes past those are padding, which
-#: takes no step).
+#: takes no step). Fewer for wide nodes: :func:`single_chunk_saves`.
 CHUNK_SAVES = 16384
+#: Largest size (bytes) of a single run's chunk of node records (:func:`single_chunk_saves`).
+#: Below glibc's largest mmap threshold (32 MiB), a freed chunk output is reused by the next call
+#: instead of being mapped afresh, zeroed and faulted in page by page (with the records copied
+#: out at once, :class:`~dalembert.engine.stream.MemoryNodes` ``rows``): the chaotic quartic
+#: (n = 40, 2 kB a node) saved every node about a sixth faster through ``dl.integrate`` than with
+#: 16 384 × 2 kB = 32 MiB chunks joined at the end (docs/benchmarks.md, "Node output").
+CHUNK_BYTES = 8 << 20
+
+
+def single_chunk_saves(width: int, itemsize: int = 8) -> int:
+    """Saved nodes per compiled chunk of a single run whose node record holds ``width`` numbers
+    of ``itemsize`` bytes: :data:`CHUNK_SAVES`, or fewer so that the chunk's records stay within
+    :data:`CHUNK_BYTES` (but at least 256)."""
+    return min(CHUNK_SAVES, max(256, CHUNK_BYTES // max(1, width * itemsize)))
+
 
 #: Most steps of one run: step indices are exact in float64 (t = k·h) below 2**53.
 MAX_STEPS = 2 ** 53
@@ -491,9 +506,10 @@ class RecordLayout(NamedTuple):
         return res
 
 
-def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: bool = False,
+def make_chunk(system, scheme, chunk_saves: int | None, state, h, keep=None, members: bool = False,
                layout_out: list | None = None, fast: bool = False):
-    """The compiled body of one chunk: ``chunk_saves`` saved nodes of ``n_sub`` steps each.
+    """The compiled body of one chunk: ``chunk_saves`` saved nodes of ``n_sub`` steps each (None:
+    :func:`single_chunk_saves` of the node record).
 
     ``members``: the body is vmapped over an ensemble's members. The steps of a node are then
     counted the same for every member (a member that failed keeps its last good state, as
@@ -530,6 +546,8 @@ def make_chunk(system, scheme, chunk_saves: int, state, h, keep=None, members: b
     :func:`request_small_loop_kernels`).
     """
     names, shapes, sizes, dtype = _record_layout(system, scheme, state, h, keep)
+    if chunk_saves is None:
+        chunk_saves = single_chunk_saves(sum(sizes), jnp.dtype(dtype).itemsize)
     if layout_out is not None:
         layout_out.append(RecordLayout(tuple(names), tuple(tuple(x) for x in shapes), tuple(sizes)))
     width = sum(sizes)

@@ -179,9 +179,10 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
     ``start(state0, h) -> (internal state, node outputs)``;
     ``chunk(state, h, n_active, save_every, alive) -> (state, outputs, ok, fail_at, cause, it_sum,
     it_max)``
-    (see :func:`dalembert.engine.loop.make_chunk`), with :data:`~dalembert.engine.loop.CHUNK_SAVES`
-    nodes. For a system marked by :func:`parametrised` (and a method without a view), the programs
-    take its float parameters as arguments (:func:`_parametrised_programs`).
+    (see :func:`dalembert.engine.loop.make_chunk`), with
+    :func:`~dalembert.engine.loop.single_chunk_saves` nodes. For a system marked by
+    :func:`parametrised` (and a method without a view), the programs take its float parameters as
+    arguments (:func:`_parametrised_programs`).
     """
     options, t0 = runtime_options(options)
     made = parametrisation(system)
@@ -208,7 +209,7 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
         int32 = jax.ShapeDtypeStruct((), jnp.int32)
 
         def compiled_chunk(bound, fast):
-            chunk = loop.make_chunk(bound.system, bound.scheme, loop.CHUNK_SAVES, state_s, h, layout_out=layout,
+            chunk = loop.make_chunk(bound.system, bound.scheme, None, state_s, h, layout_out=layout,
                                     fast=fast)
             return compile_program(jax.jit(chunk).lower(state_s, h, int32, int32,
                                                         jax.ShapeDtypeStruct((), jnp.bool_)))
@@ -401,7 +402,7 @@ def _parametrised_programs(system, made, method, options, state0, h, t0=None):
         def compiled_chunk(fast):
             def chunk(p, state, hh, n_active, n_sub, alive):
                 b = bound(p)
-                return loop.make_chunk(b.system, b.scheme, loop.CHUNK_SAVES, state_s, hh, layout_out=layout,
+                return loop.make_chunk(b.system, b.scheme, None, state_s, hh, layout_out=layout,
                                        fast=fast)(state, hh, n_active, n_sub, alive)
             return compile_program(jax.jit(chunk).lower(floats, state_s, h, int32, int32,
                                                         jax.ShapeDtypeStruct((), jnp.bool_)))

@@ -510,12 +510,12 @@ class _Run:
             nw = resume_from["newton"]
             newton = (nw.get("total_iterations", 0), nw.get("max_iterations", 0))
             prior_wall = resume_from["wall_time_s"]
-        nodes = self._nodes(prefix, nodes_done, resume_from is not None, layout)
+        nodes = self._nodes(prefix, nodes_done, resume_from is not None, layout, n_total)
         if nodes.names() != set(layout.names):
             nodes.release()
             raise InputError(f"the checkpoint's node arrays {sorted(nodes.names())} are not this run's "
                              f"{sorted(layout.names)}")
-        per_call = loop.nodes_per_call(loop.CHUNK_SAVES, save_every, self.chunk_steps)
+        per_call = loop.nodes_per_call(loop.single_chunk_saves(sum(layout.sizes)), save_every, self.chunk_steps)
         stop = terminal_stop()                  # a run with a terminal event (engine.dense)
         if stop is not None:
             per_call = stop.begin(prefix, nodes_done, md.get("t0", 0.0), h, self.n_steps, per_call)
@@ -566,10 +566,11 @@ class _Run:
                 Path(self.checkpoint).unlink(missing_ok=True)
         return traj
 
-    def _nodes(self, prefix, nodes_done, resumed, layout):
-        """Where the nodes go: memory, or the stream file (fresh, or the partial file resumed)."""
+    def _nodes(self, prefix, nodes_done, resumed, layout, rows=None):
+        """Where the nodes go: memory (at most ``rows`` nodes), or the stream file (fresh, or the
+        partial file resumed)."""
         if self.stream is None:
-            return stream_mod.MemoryNodes(prefix, layout=layout)
+            return stream_mod.MemoryNodes(prefix, layout=layout, rows=rows)
 
         def times(first, count):
             return self.md.get("t0", 0.0) + loop.node_times(self.h, self.n_steps, self.save_every, first + count, first)

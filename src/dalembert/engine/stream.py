@@ -58,23 +58,43 @@ class MemoryNodes:
     views of the joined records (the columns of each array), not copies. Joining each array
     from strided views of the records took 0.1 µs per node under the profiler on the gearbox with
     save_every = 1, about a fifth of ``dl.integrate``'s time per step (docs/high_order.md, "Node
-    output")."""
+    output").
+
+    ``rows`` (single runs, with ``layout``): the nodes the run will have at most. The records
+    are then copied, as each chunk's come, into one array of that many rows (allocated at the
+    first chunk; its pages are touched as the rows are written), and the chunk's output is
+    released at once: the next call reuses its memory (:data:`~dalembert.engine.loop.CHUNK_BYTES`)
+    and there is nothing to join at the end."""
 
     streams = False
 
-    def __init__(self, prefix: dict, axis: int = 0, layout=None):
+    def __init__(self, prefix: dict, axis: int = 0, layout=None, rows: int | None = None):
         self.pieces, self.axis, self.layout = [prefix], axis, layout
         # (a prefix with other arrays, e.g. a checkpoint of another run, is refused by the caller)
         same = layout is not None and set(prefix) == set(layout.names)
         self.records = [layout.pack(prefix)] if same else None
+        self.rows, self.buffer, self.count = (rows if same and axis == 0 else None), None, 0
 
     def append(self, arrays: dict):
         self.pieces.append(arrays)
 
     def append_records(self, records, layout):
         """Append a chunk's flat records (rows along the node axis, :class:`RecordLayout` widths)."""
-        if self.records is None:
+        if self.records is None and self.buffer is None:
             self.append(layout.unpack(records))
+            return
+        if self.rows is not None and self.buffer is None:
+            first = self.records[0]
+            if first.shape[1:] == records.shape[1:] and len(first) + len(records) <= self.rows:
+                self.buffer = np.empty((self.rows,) + records.shape[1:], np.result_type(first, records))
+                self.buffer[:len(first)] = first
+                self.count, self.records = len(first), None
+        if self.buffer is not None and self.count + len(records) <= len(self.buffer):
+            self.buffer[self.count:self.count + len(records)] = records
+            self.count += len(records)
+        elif self.buffer is not None:           # more rows than announced: join as pieces
+            self.records = [self.buffer[:self.count], np.array(records)]
+            self.buffer = self.rows = None
         else:
             self.records.append(records)
 
@@ -82,6 +102,8 @@ class MemoryNodes:
         return set(self.pieces[0])
 
     def arrays(self) -> dict:
+        if self.buffer is not None:
+            return self.layout.unpack(self.buffer[:self.count])
         if self.records is not None:
             joined = self.records[0] if len(self.records) == 1 else np.concatenate(self.records, axis=self.axis)
             return self.layout.unpack(joined)
