@@ -96,9 +96,10 @@ def spin_spectrum(p, n0: float) -> np.ndarray:
     rolling body): the Jacobian (``jax.jacfwd``) of the closed Newton–Euler equations in (μ, ω)
     (:func:`dalembert.models.rattleback.newton_euler_vertical_rhs`) at that state. Two are zero (|μ|
     is conserved, and n0 is a family of equilibria); the other four are the pitching and rolling
-    oscillations, ±i·(their frequencies) at n0 = 0, whose real parts the spin makes ±(growth rates):
-    the instability behind the spin reversal (the linear analysis of G. T. Walker, Q. J. Pure Appl. Math. 28 (1896) 175). The equations are reversible
-    (t → −t, ω → −ω), so the spectrum at −n0 is minus that at n0."""
+    oscillations, ±i·(their frequencies) at n0 = 0, to which the spin gives real parts of opposite
+    signs (one grows, one decays): the instability behind the spin reversal (the linear analysis of
+    G. T. Walker, Q. J. Pure Appl. Math. 28 (1896) 175). The equations are reversible (t → −t,
+    ω → −ω), so the spectrum at −n0 is minus that at n0. Raises nothing; n0 in rad/s."""
     f = rb.newton_euler_vertical_rhs(p, jnp)
     jac = jax.jacfwd(lambda x: jnp.concatenate(f(x[:3], x[3:])))
     lam = np.linalg.eigvals(np.asarray(jac(jnp.array([0.0, 0.0, 1.0, 0.0, 0.0, n0]))))
@@ -187,6 +188,7 @@ def _summary(tr, cpu, h):
                "constraint": tr.max_constraint_residual, "newton": tr.metadata.get("newton")}
 
 
+# quick with the growth-rate check (4): 33 s CPU measured (compilation cache warm); (4) in full: 117 s CPU
 @experiment("rattleback", "The rattleback over long times: energy, repeated spin reversals, friction", PAPER,
             quick_in_ci=False)   # quick: 40 s CPU measured (20 s the first compile of dg-gonzalez on this model)
 def rattleback(quick, out):

@@ -278,7 +278,8 @@ def euler_to_quaternion(q):
 def newton_euler_vertical_rhs(p, xp=np):
     """f(μ, ω) → (μ̇, ω̇) (3,), (3,): the closed part of the Newton–Euler equations (module doc) in
     the downward vertical μ = Cᵀ N_z (body components, |μ| = 1) and the body angular velocity ω
-    (rad/s), μ̇ = μ × ω and (𝕀 + m(|ρ|²1 − ρρᵀ)) ω̇ = −σω − ω × 𝕀ω − m ρ × (ω × ρ̇ + ω × (ω × ρ) − g μ)
+    (rad/s), μ̇ = μ × ω and
+    (𝕀 + m(|ρ|²1 − ρρᵀ)) ω̇ = −σω − ω × 𝕀ω − m ρ × (ω × ρ̇ + ω × (ω × ρ) − g μ)
     (Kane & Levinson 1982, eqs. 23, 26, 47–70 in matrix form); neither the yaw nor the contact's
     position enters. ``xp`` is the array module (NumPy, or ``jax.numpy`` to differentiate it)."""
     a2 = xp.asarray(np.array([p["a"], p["b"], p["c"]]) ** 2)
