@@ -275,28 +275,48 @@ def euler_to_quaternion(q):
     return _quat_mul(_quat_mul(ax(q[0], 2), ax(q[1], 0)), ax(q[2], 1))
 
 
+def newton_euler_vertical_rhs(p, xp=np):
+    """f(μ, ω) → (μ̇, ω̇) (3,), (3,): the closed part of the Newton–Euler equations (module doc) in
+    the downward vertical μ = Cᵀ N_z (body components, |μ| = 1) and the body angular velocity ω
+    (rad/s), μ̇ = μ × ω and
+    (𝕀 + m(|ρ|²1 − ρρᵀ)) ω̇ = −σω − ω × 𝕀ω − m ρ × (ω × ρ̇ + ω × (ω × ρ) − g μ)
+    (Kane & Levinson 1982, eqs. 23, 26, 47–70 in matrix form); neither the yaw nor the contact's
+    position enters. ``xp`` is the array module (NumPy, or ``jax.numpy`` to differentiate it)."""
+    a2 = xp.asarray(np.array([p["a"], p["b"], p["c"]]) ** 2)
+    I = xp.asarray(np.array([[p["A"], p["D"], 0.0], [p["D"], p["B"], 0.0], [0.0, 0.0, p["C"]]]))
+    m, g, h, sigma = p["m"], p["g"], p["h"], p["friction"]
+    e3 = xp.asarray(np.array([0.0, 0.0, h]))
+
+    def rhs(mu, w):
+        eps = xp.sqrt(xp.sum(a2 * mu * mu))
+        s = a2 * mu / eps
+        mudot = xp.cross(mu, w)
+        epsdot = xp.sum(a2 * mu * mudot) / eps
+        sdot = a2 * (mudot * eps - mu * epsdot) / eps ** 2
+        rho = e3 - s
+        rhodot = -sdot
+        M = I + m * (rho @ rho * xp.eye(3) - xp.outer(rho, rho))
+        rhs_w = (-sigma * w - xp.cross(w, I @ w)
+                 - m * xp.cross(rho, xp.cross(w, rhodot) + xp.cross(w, xp.cross(w, rho)) - g * mu))
+        return mudot, xp.linalg.solve(M, rhs_w)
+    return rhs
+
+
 def newton_euler_rhs(p):
     """f(t, y) for y = (quaternion (4), ω (3) body, x_P, y_P): Kane & Levinson's (1982) equations
-    (eqs. 23, 26, 47–70 in matrix form) derived independently as Newton–Euler about G."""
+    (eqs. 23, 26, 47–70 in matrix form) derived independently as Newton–Euler about G; ω̇ from
+    :func:`newton_euler_vertical_rhs`."""
     a2 = np.array([p["a"], p["b"], p["c"]]) ** 2
-    I = np.array([[p["A"], p["D"], 0.0], [p["D"], p["B"], 0.0], [0.0, 0.0, p["C"]]])
-    m, g, h, sigma = p["m"], p["g"], p["h"], p["friction"]
+    closed = newton_euler_vertical_rhs(p)
 
     def rhs(t, y):
         e, w = y[:4], y[4:7]
         C = _quat_to_matrix(e)
         mu = C[2, :]
         eps = np.sqrt(np.sum(a2 * mu * mu))
-        s = a2 * mu / eps
-        mudot = np.cross(mu, w)
+        mudot, wdot = closed(mu, w)
         epsdot = np.sum(a2 * mu * mudot) / eps
         sdot = a2 * (mudot * eps - mu * epsdot) / eps ** 2
-        rho = np.array([0.0, 0.0, h]) - s
-        rhodot = -sdot
-        M = I + m * (rho @ rho * np.eye(3) - np.outer(rho, rho))
-        rhs_w = (-sigma * w - np.cross(w, I @ w)
-                 - m * np.cross(rho, np.cross(w, rhodot) + np.cross(w, np.cross(w, rho)) - g * mu))
-        wdot = np.linalg.solve(M, rhs_w)
         edot = 0.5 * _quat_mul(e, np.concatenate([[0.0], w]))
         xdot = (C @ sdot)[:2]
         return np.concatenate([edot, wdot, xdot])
@@ -314,16 +334,18 @@ def newton_euler_energy(p, y):
     return 0.5 * p["m"] * vG @ vG + 0.5 * w @ I @ w - p["m"] * p["g"] * rho @ mu
 
 
-def newton_euler_solution(p, q0, v0, t, rtol=1e-13, atol=1e-13):
+def newton_euler_solution(p, q0, v0, t, rtol=1e-13, atol=1e-13, events=None):
     """The Newton–Euler states (N, 9) at times t (t[0] the initial time) from the Euler-angle
-    state (q0, v0) (DOP853), and the dense solution (SciPy's OdeSolution)."""
+    state (q0, v0) (DOP853), and the dense solution (SciPy's OdeSolution). ``events``: SciPy's
+    ``solve_ivp`` events g(t, y); with a terminal one the run stops there and only the times up to
+    it are returned."""
     from scipy.integrate import solve_ivp
     q0 = np.asarray(q0, float)
     w0 = np.asarray(angular_velocity_map(jnp.asarray(q0))) @ np.asarray(v0, float)
     y0 = np.concatenate([euler_to_quaternion(q0), w0, q0[3:5]])
     t = np.asarray(t, float)
     sol = solve_ivp(newton_euler_rhs(p), (t[0], t[-1]), y0, method="DOP853", t_eval=t, rtol=rtol, atol=atol,
-                    dense_output=True)
+                    dense_output=True, events=events)
     if not sol.success:
         raise RuntimeError(f"rattleback Newton–Euler reference failed: {sol.message}")
     return sol.y.T, sol.sol
