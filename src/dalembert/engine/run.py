@@ -545,7 +545,7 @@ class _Run:
         md.update(chart_metadata(r.arrays, h))
         if failure is not None and self.stream is not None:
             md["failed"] = {"step": failure[0], "time": md.get("t0", 0.0) + failure[0] * h}
-        if failure is None and not r.interrupted:
+        if failure is None and not r.interrupted and monitors.monitored(method):   # (else it checks nothing)
             monitors.post_run_checks(self._trajectory(nodes, r.arrays, n_nodes), method)
         traj = self._trajectory(nodes, r.arrays, n_nodes, finish=not r.interrupted)
         if r.interrupted:

@@ -27,6 +27,7 @@ accepts; :func:`dalembert.methods.kinds.resolve` applies it to a method, or rais
 from __future__ import annotations
 
 import hashlib
+import weakref
 from typing import Callable, ClassVar, NamedTuple
 
 import jax
@@ -121,6 +122,10 @@ class NoReferenceError(InputError):
     """The system kind has no reference solution (use the model's exact solution, or another kind)."""
 
 
+#: :meth:`SystemKind.kinds` of each class (computed once; weak: a class made at run time may go)
+_KINDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 class SystemKind:
     """Base of every system kind (see module doc). Subclasses set the class attributes and
     implement :meth:`check_initial_state` and :meth:`diagnostics`."""
@@ -160,12 +165,15 @@ class SystemKind:
     def kinds(cls) -> tuple:
         """This kind and the kinds it specialises (most specific first), e.g.
         ``("left-invariant", "euler-poincare-suslov")``."""
-        out = []
-        for c in cls.__mro__:
-            k = c.__dict__.get("kind")
-            if isinstance(k, str) and k and k not in out:
-                out.append(k)
-        return tuple(out)
+        got = _KINDS.get(cls)            # (per class: dl.integrate asks several times a call)
+        if got is None:
+            out = []
+            for c in cls.__mro__:
+                k = c.__dict__.get("kind")
+                if isinstance(k, str) and k and k not in out:
+                    out.append(k)
+            got = _KINDS[cls] = tuple(out)
+        return got
 
     def check_initial_state(self, *state, project: bool = False) -> tuple:  # pragma: no cover
         """Validated float64 NumPy arrays of one initial state (in ``state_names`` order).

@@ -55,7 +55,7 @@ def _as_vector(x, name: str) -> np.ndarray:
         raise InputError(f"{name} must be an array of numbers: {exc}") from None
     if a.ndim != 1 or a.size == 0:
         raise InputError(f"{name} must be a non-empty 1-D array; got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
+    if not np.isfinite(a).all():
         raise InputError(f"{name} contains non-finite values: {a}")
     return a
 
@@ -119,7 +119,7 @@ def _expect_shape(shape, name: str, expected: tuple, what: str, q):
 
 
 def _expect_finite(x, name: str):
-    if not np.all(np.isfinite(x)):
+    if not np.isfinite(x).all():
         raise SystemDefinitionError(f"{name}(q0) returned non-finite values: {x}")
 
 
