@@ -392,6 +392,26 @@ def test_gonzalez_f_newton_matrix_kept_across_steps():
     assert run([0.02, 0.021] * 10)[0] == 0
 
 
+@pytest.mark.full
+def test_gonzalez_f_kept_matrix_under_vmap_and_reverse_mode():
+    """With ``jacobian_reuse`` the step stays vmap-able and reverse-differentiable (the two
+    attempts are a scan): an ensemble of two states and d q_x(T)/d(scale of v0) over 50 steps
+    equal those with a matrix per step (measured 7.6e-15 and 9e-15 relative)."""
+    system = skate_polar()
+    q0, v0 = (jnp.asarray(x) for x in state_polar())
+    build = dl.methods.get("gonzalez-f").build
+    schemes = [build(system, q0, node_projection=True, **kw)
+               for kw in ({}, {"jacobian_reuse": 6, "newton_estimate": True})]
+
+    def run(sch, q, v):
+        return jax.lax.fori_loop(0, 50, lambda i, s: sch.step(s, 0.02)[0], sch.init(q, v, 0.02)).q
+    Q0, V0 = jnp.stack([q0, q0 * jnp.array([1.01, 1, 1, 1])]), jnp.stack([v0, v0])
+    a, b = (jax.jit(jax.vmap(lambda q, v, s=s: run(s, q, v)))(Q0, V0) for s in schemes)
+    assert float(jnp.max(jnp.abs(a - b))) <= 1e-13
+    g = [float(jax.grad(lambda x, s=s: run(s, q0, v0 * x)[0])(1.0)) for s in schemes]
+    assert abs(g[0] - g[1]) <= 1e-12 * abs(g[0]) and abs(g[0]) > 0.1
+
+
 def test_gonzalez_f_bad_jacobian_reuse_is_a_one_line_error():
     with pytest.raises(InputError, match="jacobian_reuse must be an int"):
         dl.methods.get("gonzalez-f").build(skate_polar(), jnp.asarray(state_polar()[0]), jacobian_reuse=-1)

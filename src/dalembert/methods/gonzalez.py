@@ -183,14 +183,15 @@ def _reusing_solve(F, jacobian, u0, state, h, reuse_iter, max_iter, kw):
         res = newton(F, u0, jacobian=lambda _: J, max_iter=jnp.where(old, reuse_iter, max_iter), **kw)
         return tries + 1 + jnp.where(old, 0, 1), res, J, its + res.iterations
 
-    def more(c):
-        return (c[0] < 2) & ~c[1].converged
+    def body(c, _):   # at most two attempts (a scan, not a while loop: reverse mode goes through)
+        done = (c[0] >= 2) | c[1].converged
+        return jax.lax.cond(done, lambda c: c, attempt, c), None
 
     z = jnp.zeros_like(u0)
     none = newton_mod.NewtonResult(z, jnp.array(False), jnp.array(0, jnp.int32),
                                    jnp.array(newton_mod.FAILED, jnp.int32))
-    _, res, J, its = jax.lax.while_loop(more, attempt, (jnp.array(0), none, state.J,
-                                                        jnp.array(0, jnp.int32)))
+    (_, res, J, its), _ = jax.lax.scan(body, (jnp.array(0), none, state.J, jnp.array(0, jnp.int32)),
+                                       None, length=2)
     return res._replace(iterations=its), J
 
 
