@@ -1,7 +1,8 @@
 """The IFToMM bicycle's efficiency test for the energy-conserving method alone: ``gonzalez-f``
 (node projection) with a Newton matrix per step against the matrix kept across steps
 (``jacobian_reuse``) and the estimated-error Newton test (``newton_estimate``), over a few step
-sizes: 20 s of manoeuvre M2, the energy metric (%), CPU time of the time loop
+sizes (explicit options: ``timed_run`` adds the experiment's ENERGY_METHOD options to those
+given), and Exudyn's pass-mark run (h = 0.014, ``--exudyn``) in the same rounds: 20 s of manoeuvre M2, the energy metric (%), CPU time of the time loop
 (``time.process_time``, min / median / max over interleaved rounds), Newton iterations per step,
 residuals, and the largest roll and steer errors (rad) at the nodes against a fine run
 (``gonzalez-f``, h = 0.005).
@@ -17,8 +18,8 @@ import statistics
 import numpy as np
 
 CONFIGS = {
-    "per step (main)": {"node_projection": True},
-    "estimate": {"node_projection": True, "newton_estimate": True},
+    "per step (main)": {"node_projection": True, "jacobian_reuse": 0, "newton_estimate": False},
+    "estimate": {"node_projection": True, "jacobian_reuse": 0, "newton_estimate": True},
     "reuse 6 + estimate": {"node_projection": True, "jacobian_reuse": 6, "newton_estimate": True},
 }
 
@@ -28,6 +29,7 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--h", default="0.04,0.1,0.2")
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--exudyn", action="store_true")
     a = ap.parse_args(argv)
     from dalembert.experiments import iftomm_bicycle as X
     bike = X.bicycle()
@@ -52,6 +54,12 @@ def main(argv=None):
                                        float(np.max(np.abs(q[:, bike.roll] - rq[i, bike.roll]))),
                                        float(np.max(np.abs(q[:, bike.steer] - rq[i, bike.steer]))))
                 print(f"round {r} {name} h={h} cpu {c:.3f} load {os.getloadavg()[0]:.1f}", flush=True)
+        if a.exudyn:
+            import sys
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import iftomm_peers
+            e = iftomm_peers.exudyn_run("M2", h=0.014)
+            print(f"round {r} exudyn h=0.014 metric {e['metric']:.2e} % cpu {e['cpu_s']:.3f}", flush=True)
     print("load at end", os.getloadavg())
     print("| options | h | metric % | CPU s min / med / max | iterations per step | max |φ| m | rolling m/s "
           "| roll err rad | steer err rad |")
