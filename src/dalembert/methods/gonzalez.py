@@ -35,6 +35,7 @@ uncontrolled bicycle").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -63,13 +64,25 @@ class GonzalezF(Method):
     the energy (Hairer–Lubich–Wanner, Geometric Numerical Integration, §IV.4, projection onto
     several invariants; the rescaling keeps linear constraints); ``autodiff`` "fwd" (default) or
     "rev", the mode of the Newton matrix's autodiff (the same iterates to round-off; forward was
-    faster on every model measured: the bicycle 2×, the sleigh and the tilting disk 1.4–1.6×).
+    faster on every model measured: the bicycle 2×, the sleigh and the tilting disk 1.4–1.6×);
+    ``jacobian_reuse`` (default 0, off): an int k ≥ 1 keeps the Newton matrix across steps — the
+    matrix of an earlier step (same h) is tried first, for at most k simplified-Newton iterations,
+    and formed afresh at the predictor when they do not converge (the state then carries the
+    matrix, :class:`GonzalezFState`); ``newton_estimate`` (default False): the Newton test on the
+    estimated error θ/(1 − θ)|Δu| of the iterate (:func:`~dalembert.solvers.newton.newton`,
+    ``estimate``), which stops one or two iterations earlier. Both: Hairer–Wanner, Solving ODEs
+    II, §IV.8; the same roots to the Newton tolerance, so the energy stays at round-off (on the
+    IFToMM bicycle, 20 s of M2: the step's CPU time 2–4× less, docs/benchmarks.md).
     Order 2, not self-adjoint."""
 
     def build(self, system, q0, *, rtol: float = RTOL, max_iter: int = MAX_ITER,
-              node_projection: bool = False, autodiff: str = "fwd") -> Scheme:
+              node_projection: bool = False, autodiff: str = "fwd", jacobian_reuse: int = 0,
+              newton_estimate: bool = False) -> Scheme:
         if autodiff not in ("fwd", "rev"):
             raise InputError(f"autodiff must be 'fwd' or 'rev'; got {autodiff!r}")
+        if not (isinstance(jacobian_reuse, int) and 0 <= jacobian_reuse <= max_iter):
+            raise InputError(f"jacobian_reuse must be an int from 0 (off) to max_iter = {max_iter}; "
+                             f"got {jacobian_reuse!r}")
         jac = jax.jacfwd if autodiff == "fwd" else jax.jacrev
         n = jnp.asarray(q0).shape[0]
 
@@ -110,17 +123,76 @@ class GonzalezF(Method):
 
             g0 = grad(z)
             u0 = _predictor(system, state.q + h * g0[n:], state.p - h * g0[:n], r)
-            if k:   # the Gonzalez quotients' round-off grows like ε|H|/|Δz|: a componentwise test
-                res = newton(F_scaled, u0, jacobian=jac(F), rtol=rtol, max_iter=max_iter,
-                             simplified=True, has_scale=True)
+            # the Gonzalez quotients' round-off grows like ε|H|/|Δz|: with configuration
+            # constraints a componentwise test
+            kw = dict(rtol=rtol, simplified=True, estimate=newton_estimate,
+                      **({"has_scale": True} if k else {}))
+            Fn = F_scaled if k else F
+            if not jacobian_reuse:
+                res = newton(Fn, u0, jacobian=jac(F), max_iter=max_iter, **kw)
             else:
-                res = newton(F, u0, jacobian=jac(F), rtol=rtol, max_iter=max_iter, simplified=True)
+                res, J = _reusing_solve(Fn, jac(F), u0, state, h, jacobian_reuse, max_iter, kw)
             q1, p1 = res.x[:n], res.x[n:2 * n]
             if node_projection:
                 p1 = _energy_preserving_projection(system, q1, p1)
+            if jacobian_reuse:
+                return (GonzalezFState(q1, p1, J, jnp.asarray(h, J.dtype), res.converged),
+                        StepInfo.of(res))
             return MomentumState(q1, p1), StepInfo.of(res)
 
-        return Scheme(momentum_init(system), step, momentum_observe(system.factor_metric))
+        init = momentum_init(system)
+        if jacobian_reuse:
+            d = 2 * n + int(system.constraint_matrix(jnp.asarray(q0)).shape[0])
+            base_init = init
+
+            def init(q0_, v0_, h=None):
+                s0 = base_init(q0_, v0_, h)
+                return GonzalezFState(s0.q, s0.p, jnp.zeros((d, d), s0.p.dtype),
+                                      jnp.zeros((), s0.p.dtype), jnp.array(False))
+        return Scheme(init, step, momentum_observe(system.factor_metric))
+
+
+class GonzalezFState(NamedTuple):
+    """The state of ``gonzalez-f`` with ``jacobian_reuse``: q, p (n,) as :class:`MomentumState`;
+    J (2n + r, 2n + r) the Newton matrix of the last step at which one was formed, h the step
+    size it was formed with, keep (bool) whether it may be tried on the next step (False at the
+    start and after a step that did not converge)."""
+
+    q: Any
+    p: Any
+    J: Any
+    h: Any
+    keep: Any
+
+
+def _reusing_solve(F, jacobian, u0, state, h, reuse_iter, max_iter, kw):
+    """Simplified Newton for the step's unknowns from u0 with the Newton matrix kept across
+    steps: the matrix of an earlier step (``state.J``, when ``state.keep`` and it was formed with
+    this h) is tried first, for at most ``reuse_iter`` iterations; if that does not converge, the
+    matrix is formed afresh at u0 and the solve restarts from u0 with ``max_iter`` iterations
+    (Hairer–Wanner, Solving ODEs II, §IV.8: the Jacobian of simplified Newton kept over steps,
+    recomputed when the iteration does not converge fast enough). The root and its test are those
+    of the solve with a fresh matrix; the cost is one matrix per refresh instead of one per step.
+    Returns (NewtonResult with the iterations of both attempts, the matrix used last)."""
+    can = state.keep & (state.h == h)
+
+    def attempt(c):
+        tries, _, J_prev, its = c
+        old = (tries == 0) & can
+        J = jax.lax.cond(old, lambda: J_prev, lambda: jax.lax.stop_gradient(jacobian(u0)))
+        res = newton(F, u0, jacobian=lambda _: J, max_iter=jnp.where(old, reuse_iter, max_iter), **kw)
+        return tries + 1 + jnp.where(old, 0, 1), res, J, its + res.iterations
+
+    def body(c, _):   # at most two attempts (a scan, not a while loop: reverse mode goes through)
+        done = (c[0] >= 2) | c[1].converged
+        return jax.lax.cond(done, lambda c: c, attempt, c), None
+
+    z = jnp.zeros_like(u0)
+    none = newton_mod.NewtonResult(z, jnp.array(False), jnp.array(0, jnp.int32),
+                                   jnp.array(newton_mod.FAILED, jnp.int32))
+    (_, res, J, its), _ = jax.lax.scan(body, (jnp.array(0), none, state.J, jnp.array(0, jnp.int32)),
+                                       None, length=2)
+    return res._replace(iterations=its), J
 
 
 def _predictor(system, q1, p1, r):
