@@ -62,3 +62,21 @@ def test_a_new_control_array_reuses_the_compiled_programs(kind, compile_counter)
         ref = np.asarray(out[name])
         assert np.max(np.abs(getattr(second, name) - ref)) <= 1e-12 * max(1.0, np.max(np.abs(ref))), name
     assert max(np.max(np.abs(getattr(second, k) - getattr(first, k))) for k in names) > 1e-3
+
+
+def test_a_checkpoint_is_not_continued_with_other_controls(tmp_path):
+    """The checkpoint of a run (kept after it completes) is refused for a run with controls that
+    differ in one row after the first (the system's fingerprint sees every row, not only the row
+    its probes at k = 0 read; before, such a run continued the other run's checkpoint), and
+    continued with the same controls (the same nodes)."""
+    path = tmp_path / "run.npz"
+    kw = dict(q0=np.zeros(3), v0=np.zeros(3), h=H, t_final=N * H, progress=False, checkpoint=path,
+              keep_checkpoint=True, checkpoint_every=0.0)
+    U = _controls(3)
+    done = dl.integrate(CAR, "nh-rattle-sym", controls=U, **kw)
+    again = dl.integrate(CAR, "nh-rattle-sym", controls=U.copy(), **kw)
+    assert np.array_equal(again.q, done.q)
+    other = U.copy()
+    other[N // 2] += 1.0
+    with pytest.raises(dl.InputError, match="another run's checkpoint"):
+        dl.integrate(CAR, "nh-rattle-sym", controls=other, **kw)
