@@ -80,3 +80,23 @@ def test_a_checkpoint_is_not_continued_with_other_controls(tmp_path):
     other[N // 2] += 1.0
     with pytest.raises(dl.InputError, match="another run's checkpoint"):
         dl.integrate(CAR, "nh-rattle-sym", controls=other, **kw)
+
+
+def test_the_programs_of_the_controls_go_with_the_system():
+    """The system the programs are compiled for is kept by the user's system, not in a cache keyed
+    by it (its functions close over the user's system: such an entry would keep it for ever):
+    after two runs with control arrays, deleting the system frees it and its cached programs."""
+    import gc
+    import weakref
+
+    from dalembert._cache import cache_size
+    system = dl.NonholonomicSystem(mass_matrix=jnp.eye(3), name="pushed",
+                                   constraint_matrix=lambda q: jnp.array([[-jnp.sin(q[2]), jnp.cos(q[2]), 0.0]]), force=lambda q, v, t, u: jnp.array([u[0], u[1], 0.0]))
+    before = cache_size()
+    for seed in (4, 5):
+        dl.integrate(system, "nh-rattle", q0=np.zeros(3), v0=np.zeros(3), h=H, t_final=N * H, progress=False,
+                     controls=_controls(seed))
+    alive = weakref.ref(system)
+    del system
+    gc.collect()
+    assert alive() is None and cache_size() <= before

@@ -19,7 +19,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import clock, linalg
-from .._cache import cached
 from ..declarations import Feature
 from ..errors import InputError
 from .kind import _depends_on_input, _positional_count, refuse_complex
@@ -124,26 +123,30 @@ class ControlledForce:
         """The same system with its (N, c) control array read from the argument of the engine's
         compiled programs (:func:`dalembert.clock.controls_given`) instead of a constant: one
         object per (system the copies of :meth:`with_controls` are made from, array shape), kept
-        with that system, so that the single run's programs compiled for it (kept with it) serve
-        every array of that shape. Raises InputError for a system without a concrete array."""
+        by that system (and going with it), so that the single run's programs compiled for it
+        (kept with it) serve every array of that shape. Raises InputError for a system without a concrete array."""
         u = self.control_array()
         if u is None:
             raise InputError(f"{self.name}: runtime_controlled needs a concrete (N, c) control array")
         ref = getattr(self, "_controls_origin", None)
         origin = (ref() if ref is not None else None) or self
 
-        def make():
+        # kept on the origin itself, not in the weak cache keyed by it: the copy shares the
+        # origin's functions, which may close over the origin (a reference cycle, collected with
+        # it; a weak-keyed entry whose value refers to its key would never go)
+        made = origin.__dict__.setdefault("_runtime_controlled", {})
+        if u.shape not in made:
             other = copy.copy(origin)
             other._controls = RuntimeControls(u.shape)
             other._control_grid = None
-            for cache in origin.control_caches:
+            for cache in origin.control_caches + ("_runtime_controlled",):
                 other.__dict__.pop(cache, None)
             try:
                 other._controls_origin = weakref.ref(origin)
             except TypeError:
                 other._controls_origin = None
-            return other
-        return cached(origin, ("runtime controls", u.shape), make)
+            made[u.shape] = other
+        return made[u.shape]
 
     def step_index(self, t):
         """The step k with t in [t0 + k h, t0 + (k+1) h) on the grid of the control array (0
