@@ -9,6 +9,11 @@ passes the offset of its quadrature node (``dt``: 0 at t_k, h at t_{k+1}, c_i·h
 A composition moves the clock on between its stages (:func:`shifted`). Outside the engine (an
 initial-state check, a fingerprint) the clock reads t = 0, k = 0.
 
+The engine's compiled programs of a single run also take the run's (N, c) control array as an
+argument (:func:`controls_given`): a system whose control array is such an argument
+(:class:`~dalembert.systems.torque.ControlledForce`) reads it from here, so that a new array of
+the same shape runs the same compiled program.
+
 This module imports nothing of dalembert: systems and methods both read it.
 """
 from __future__ import annotations
@@ -22,6 +27,7 @@ from contextlib import contextmanager
 NODE_CLOCK = "_clock"
 
 _NOW: contextvars.ContextVar = contextvars.ContextVar("dalembert_clock", default=None)
+_CONTROLS: contextvars.ContextVar = contextvars.ContextVar("dalembert_controls", default=None)
 
 
 def now():
@@ -52,3 +58,23 @@ def shifted(dt):
     t, k = now()
     with at(t + dt, k):
         yield
+
+
+def controls():
+    """The run's (N, c) control array given to the enclosing program (:func:`controls_given`;
+    a traced array inside the program), or None outside one."""
+    return _CONTROLS.get()
+
+
+@contextmanager
+def controls_given(u_: tuple):
+    """Trace the enclosed code with the run's control array ``u_[0]`` (``u_`` = (U,)); no
+    array for ``u_`` = ()."""
+    if not u_:
+        yield
+        return
+    token = _CONTROLS.set(u_[0])
+    try:
+        yield
+    finally:
+        _CONTROLS.reset(token)

@@ -190,25 +190,38 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
     (see :func:`dalembert.engine.loop.make_chunk`), with
     :func:`~dalembert.engine.loop.single_chunk_saves` nodes. For a system marked by
     :func:`parametrised` (and a method without a view), the programs take its float parameters as
-    arguments (:func:`_parametrised_programs`).
+    arguments (:func:`_parametrised_programs`). A system with a concrete (N, c) control array
+    (:func:`runtime_controls`) gives it to both programs as an argument: they are compiled once
+    per array shape and kept with the system the array was given to, and serve every array of
+    that shape.
     """
     options, t0 = runtime_options(options)
     made = parametrisation(system)
     if made is not None and resolve(system, method) is None:
         return _parametrised_programs(system, made, method, options, state0, h, t0)
+    system, u = runtime_controls(system)
+    u_spec = () if u is None else (jax.ShapeDtypeStruct(u.shape, jnp.float64),)
     key = ("single", method, options_key(options), state_shapes(state0),
-           view_key(system, method, state0), t0 is not None)
+           view_key(system, method, state0), t0 is not None, tuple(x.shape for x in u_spec))
 
     def make():
+        # traced with a stand-in control array: the programs take the run's as an argument, and
+        # the traces kept for them (:func:`once`) take it as an input
+        with clock.controls_given(tuple(np.zeros(x.shape) for x in u_spec)):
+            return made_programs()
+
+    def made_programs():
         b = bind(system, method, state0, options, trace_once=True)
+        n_t = 0 if t0 is None else 1
 
-        def start(x0s, h, *t0_):
-            x = b.convert(*x0s)
-            with started_at(t0_):
-                state = b.scheme.init(*x, h)
-            return state, loop.node_outputs(b.system, b.scheme.observe(state, h))
+        def start(x0s, h, *rt):         # rt: (t0,) when it takes t0, then (U,) when it takes controls
+            with clock.controls_given(rt[n_t:]):
+                x = b.convert(*x0s)
+                with started_at(rt[:n_t]):
+                    state = b.scheme.init(*x, h)
+                return state, loop.node_outputs(b.system, b.scheme.observe(state, h))
 
-        args = (state0, h) if t0 is None else (state0, h, np.float64(0.0))
+        args = (state0, h) + (() if t0 is None else (np.float64(0.0),)) + u_spec
         traced = jax.jit(start).trace(*args)
         state_s = _shapes_of(traced.out_info[0])
         start_c = compile_program(traced.lower())
@@ -219,25 +232,60 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
         def compiled_chunk(bound, fast):
             chunk = loop.make_chunk(bound.system, bound.scheme, None, state_s, h, layout_out=layout,
                                     fast=fast)
+            if u_spec:
+                def chunk_u(state, hh, n_active, n_sub, alive, uu):
+                    with clock.controls_given((uu,)):
+                        return chunk(state, hh, n_active, n_sub, alive)
+                return compile_program(jax.jit(chunk_u).lower(state_s, h, int32, int32,
+                                                              jax.ShapeDtypeStruct((), jnp.bool_), *u_spec))
             return compile_program(jax.jit(chunk).lower(state_s, h, int32, int32,
                                                         jax.ShapeDtypeStruct((), jnp.bool_)))
 
-        if loop.never_fails(b.scheme, state_s, h):
-            # the checked twin binds the system again when first needed, through a weak reference:
-            # the programs are cached with the system, and a closure over it (or over ``b``)
-            # would keep it alive for ever
-            try:
-                owner = weakref.ref(system)
-            except TypeError:             # not weakly referenceable: _cache keeps it strongly anyway
-                owner = (lambda s: lambda: s)(system)
-            chunk_c = Rechecked(compiled_chunk(b, True),
-                                lambda: compiled_chunk(traced_once(bind(owner(), method, state0, options,
-                                                                        trace_once=True), state_s, h), False))
-        else:
-            chunk_c = compiled_chunk(b, False)
-        return start_c, chunk_c, layout[0]
-    start_c, chunk_c, layout = cached(system, key, make)
-    return with_start_time(start_c, t0), chunk_c, layout
+        if not loop.never_fails(b.scheme, state_s, h):
+            return start_c, compiled_chunk(b, False), None, layout[0]
+        # the checked twin binds the system again when first needed, through a weak reference:
+        # the programs are cached with the system, and a closure over it (or over ``b``)
+        # would keep it alive for ever
+        try:
+            owner = weakref.ref(system)
+        except TypeError:             # not weakly referenceable: _cache keeps it strongly anyway
+            owner = (lambda s: lambda: s)(system)
+        checked = {}
+
+        def make_checked():            # compiled on the first failure of a fast chunk, then kept
+            if "chunk" not in checked:
+                with clock.controls_given(tuple(np.zeros(x.shape) for x in u_spec)):
+                    checked["chunk"] = compiled_chunk(
+                        traced_once(bind(owner(), method, state0, options, trace_once=True), state_s, h), False)
+            return checked["chunk"]
+        return start_c, compiled_chunk(b, True), make_checked, layout[0]
+    start_c, chunk_c, make_checked, layout = cached(system, key, make)
+    start = with_start_time(start_c, t0)
+    if u is not None:
+        uj = jnp.asarray(u, jnp.float64)
+        start = with_start_time(start_c, t0, uj)
+
+        def with_u(c):
+            return lambda state, hh, n_active, n_sub, alive: c(state, hh, n_active, n_sub, alive, uj)
+    else:
+        def with_u(c):
+            return c
+    if make_checked is None:
+        return start, with_u(chunk_c), layout
+    return start, Rechecked(with_u(chunk_c), lambda: with_u(make_checked())), layout
+
+
+def runtime_controls(system) -> tuple:
+    """(the system the programs are compiled for, the run's (N, c) control array or None): for a
+    system with a concrete control array (``control_array()``), the same system with the array
+    read from the programs' argument (``runtime_controlled()``,
+    :meth:`~dalembert.systems.torque.ControlledForce.runtime_controlled`) and the array; else
+    ``system`` and None."""
+    array = getattr(system, "control_array", None)
+    u = array() if callable(array) else None
+    if u is None:
+        return system, None
+    return system.runtime_controlled(), u
 
 
 def runtime_options(options: dict) -> tuple:
@@ -258,11 +306,13 @@ def started_at(t0_: tuple):
     return clock.at(jnp.asarray(t0_[0], jnp.float64), jnp.asarray(0, jnp.int32))
 
 
-def with_start_time(start_c, t0):
-    """The start program as ``start(x0s, h)``, with the run's t0 (None: it takes none) bound."""
-    if t0 is None:
+def with_start_time(start_c, t0, u=None):
+    """The start program as ``start(x0s, h)``, with the run's t0 (None: it takes none) and
+    control array ``u`` (None: it takes none) bound."""
+    rt = (() if t0 is None else (t0,)) + (() if u is None else (u,))
+    if not rt:
         return start_c
-    return lambda x0s, hh: start_c(x0s, hh, t0)
+    return lambda x0s, hh: start_c(x0s, hh, *rt)
 
 
 def _shapes_of(tree):
@@ -278,19 +328,35 @@ def once(fn, *specs):
     shapes and dtypes, and calls ``fn`` itself for any other. Evaluating a jaxpr binds its
     primitives again — the same operations, so the same compiled program — without running
     ``fn``'s Python: a step whose metric is the Hessian of a user's kinetic energy is traced
-    through its autodiff once, not once per program and loop that contains it. A call inside
+    through its autodiff once, not once per program and loop that contains it. Traced while a
+    run's control array is given (:func:`dalembert.clock.controls_given`), the array is an input
+    of the trace, and a call passes the array given where it is called. A call inside
     the engine's clock (:func:`dalembert.clock.at`: a forced system's time, which the trace did
     not see) calls ``fn``."""
-    closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*specs)
+    u = clock.controls()
+    u_shape = None if u is None else tuple(jnp.shape(u))
+    if u is None:
+        closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*specs)
+    else:                              # the run's control array: an input of the trace, not a constant
+        def fn_u(uu, *args):
+            with clock.controls_given((uu,)):
+                return fn(*args)
+        closed, out_shape = jax.make_jaxpr(fn_u, return_shape=True)(
+            jax.ShapeDtypeStruct(u_shape, jnp.float64), *specs)
     leaves, in_tree = jax.tree_util.tree_flatten(specs)
     avals = [(tuple(x.shape), jnp.dtype(x.dtype)) for x in leaves]
     out_tree = jax.tree_util.tree_structure(out_shape)
 
     def call(*args):
         flat, tree = jax.tree_util.tree_flatten(args)
+        now = clock.controls()
         if tree != in_tree or [(tuple(jnp.shape(x)), jnp.result_type(x)) for x in flat] != avals or \
-                clock.running():       # the trace did not see this clock (a forced system's inner scheme)
+                clock.running() or \
+                (u_shape is not None and (now is None or tuple(jnp.shape(now)) != u_shape)):
+            # the trace did not see this clock (a forced system's inner scheme) or these controls
             return fn(*args)
+        if u_shape is not None:
+            flat = [jnp.asarray(now, jnp.float64)] + flat
         return jax.tree_util.tree_unflatten(out_tree, jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat))
     call.out_shape = _shapes_of(out_shape)
     return call

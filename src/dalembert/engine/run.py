@@ -200,6 +200,15 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
         ``checkpoint`` the checkpoint holds the state only. The returned Trajectory reads the
         file: its node arrays are DiskArrays, read when indexed (``traj.q[:]`` reads all,
         ``traj.q[::100]`` every 100th node). Compiled methods only.
+    controls : for a system whose force takes a control, f(q, v, t, u) (any kind with
+        ``with_controls``): an (n_steps, c) float array, row k held over step k (InputError for
+        another number of rows, a 1-D array, non-finite entries, or a system whose force takes
+        none), or a callable t -> (c,). An array is an *argument* of the compiled programs: a new
+        array of the same shape reuses them (no compilation; model-predictive control calls
+        ``integrate`` with a new U at every iteration), with the results of a system built with
+        that array bit for bit. A callable is traced into the programs, which are then compiled
+        for each call. A checkpoint records the array (the system's fingerprint): a run with
+        other controls does not continue it.
     **options : passed to the method's ``build`` (e.g. ``fast_path=False``, ``rtol=1e-13``,
         ``startup="legendre"``), except the engine's own: ``check_every=K`` (check the node's
         outputs and the system's invariants every K steps, not only at the saved nodes) and

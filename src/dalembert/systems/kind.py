@@ -223,7 +223,8 @@ class SystemKind:
         and :meth:`fingerprint_values` at :data:`FINGERPRINT_PROBES` fixed probe states (the
         initial state ``state0`` and deterministic small perturbations of it), each value
         rounded to 11 digits after the point relative to its array's scale (so that round-off
-        does not matter and any change of a callable's values does). A value that cannot be
+        does not matter and any change of a callable's values does), and a concrete (N, c)
+        control array (``control_array()``), every row, rounded alike. A value that cannot be
         evaluated at a probe counts by its exception's type."""
         import jax
 
@@ -245,6 +246,10 @@ class SystemKind:
                 continue
             for name in sorted(values):
                 digest.update(f"probe {k}: {name}: {_rounded(values[name])}".encode())
+        controls = getattr(self, "control_array", None)      # every row (the probes see row 0 only)
+        u = controls() if callable(controls) else None
+        if u is not None:
+            digest.update(f"controls: {_rounded(u)}".encode())
         return digest.hexdigest()
 
     def reference_solution(self, *state, t, rtol: float = 1e-13, atol: float = 1e-13) -> dict:

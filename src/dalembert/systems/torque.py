@@ -12,6 +12,7 @@ work (:mod:`dalembert.engine.forcing`).
 from __future__ import annotations
 
 import copy
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +28,22 @@ def _no_controls(t):
     """The placeholder of a controlled force without controls: refused when evaluated."""
     raise InputError("force(q, v, t, u) takes a control but none is given: pass controls=U (an (N, c) "
                      "array, one row per step, or a callable t -> (c,)) to the system, dl.integrate or dl.solve")
+
+
+class RuntimeControls:
+    """The control array of a system whose (N, c) array is an argument of the engine's compiled
+    programs (:meth:`ControlledForce.runtime_controlled`): read, when the force is traced, from
+    :func:`dalembert.clock.controls` (the program's argument). ``shape``: (N, c)."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def value(self):
+        u = clock.controls()
+        if u is None or tuple(jnp.shape(u)) != self.shape:
+            raise InputError(f"controls: this system's {self.shape} control array is an argument of the "
+                             f"engine's programs; evaluate the system given by with_controls(U) instead")
+        return u
 
 
 class ControlledForce:
@@ -89,7 +106,47 @@ class ControlledForce:
         other._control_grid = None if h is None else (float(t0), float(h))
         for cache in self.control_caches:
             other.__dict__.pop(cache, None)
+        if getattr(self, "_controls_origin", None) is None:
+            try:                          # the system the copies are made from (weakly: see _cache)
+                other._controls_origin = weakref.ref(self)
+            except TypeError:
+                other._controls_origin = None
         return other
+
+    def control_array(self):
+        """The (N, c) float64 control array (NumPy) when the signal is a concrete array, else
+        None (a callable, a traced array, no controls)."""
+        u = getattr(self, "_controls", None)
+        return u if isinstance(u, np.ndarray) else None
+
+    def runtime_controlled(self):
+        """The same system with its (N, c) control array read from the argument of the engine's
+        compiled programs (:func:`dalembert.clock.controls_given`) instead of a constant: one
+        object per (system the copies of :meth:`with_controls` are made from, array shape), kept
+        by that system (and going with it), so that the single run's programs compiled for it
+        (kept with it) serve every array of that shape. Raises InputError for a system without a concrete array."""
+        u = self.control_array()
+        if u is None:
+            raise InputError(f"{self.name}: runtime_controlled needs a concrete (N, c) control array")
+        ref = getattr(self, "_controls_origin", None)
+        origin = (ref() if ref is not None else None) or self
+
+        # kept on the origin itself, not in the weak cache keyed by it: the copy shares the
+        # origin's functions, which may close over the origin (a reference cycle, collected with
+        # it; a weak-keyed entry whose value refers to its key would never go)
+        made = origin.__dict__.setdefault("_runtime_controlled", {})
+        if u.shape not in made:
+            other = copy.copy(origin)
+            other._controls = RuntimeControls(u.shape)
+            other._control_grid = None
+            for cache in origin.control_caches + ("_runtime_controlled",):
+                other.__dict__.pop(cache, None)
+            try:
+                other._controls_origin = weakref.ref(origin)
+            except TypeError:
+                other._controls_origin = None
+            made[u.shape] = other
+        return made[u.shape]
 
     def step_index(self, t):
         """The step k with t in [t0 + k h, t0 + (k+1) h) on the grid of the control array (0
@@ -107,6 +164,8 @@ class ControlledForce:
         t, k = clock.now()
         if callable(self._controls):
             return jnp.asarray(self._controls(t + dt), jnp.float64)
+        if isinstance(self._controls, RuntimeControls):       # the engine program's argument
+            return jnp.asarray(self._controls.value())[k]
         return jnp.asarray(self._controls)[k]
 
     def _call_force(self, *state, dt=0.0):
