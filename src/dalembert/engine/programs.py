@@ -272,6 +272,10 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
             return c
     if make_checked is None:
         return start, with_u(chunk_c), layout
+    if u is None:      # one Rechecked per cached entry: its checked twin, once made, is reused as is
+        if getattr(make_checked, "rechecked", None) is None:
+            make_checked.rechecked = Rechecked(chunk_c, make_checked)
+        return start, make_checked.rechecked, layout
     return start, Rechecked(with_u(chunk_c), lambda: with_u(make_checked())), layout
 
 
