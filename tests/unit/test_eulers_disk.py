@@ -110,8 +110,9 @@ def _kept(T, h, save_every=1):
 @pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_relative_equilibrium_kept_briefly():
     """nh-rattle-4, h = 0.002, T = 10 s from its own relative equilibrium Ω_h (measured Ω_h/Ω − 1 =
-    1.25e-4): α's excursion and the drift of α and Ω stay small (measured 1.3e-10, 7.6e-11 rad,
-    4.0e-10 relative at T = 10 s); from the continuous Ω the nutation would be 4.6e-5 rad."""
+    1.25e-4): α's excursion and the drift of α and Ω stay small (measured 1.0e-12, 4.0e-13 rad,
+    2.0e-13 relative at T = 10 s; 1.3e-10, 7.6e-11, 4.0e-10 before the step solved for Δq); from
+    the continuous Ω the nutation would be 4.6e-5 rad."""
     dOm, exc, da, dO = _kept(10.0, 0.002)
     assert dOm <= 1e-3 and exc <= 1e-8 and da <= 1e-8 and dO <= 1e-8
 
