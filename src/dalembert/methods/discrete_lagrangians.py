@@ -35,12 +35,15 @@ class DiscreteLagrangian:
         ``−D1 L_d = G Δq/h + a h ∇V(q0)`` (A: 1, B: 0, Störmer–Verlet: ½); None if the rule has
         no explicit fast path (midpoint).
     symmetric : L_d(q0, q1, h) = L_d(q1, q0, −h).
+    build_increment : system -> L_inc(q0, Δq, h) = L_d(q0, q0 + Δq, h), the rule written with the
+        increment Δq = q1 − q0 as its argument (:func:`increment_form`); None: from ``build``.
     """
 
     name: str
     build: Callable
     potential_weight: float | None = None
     symmetric: bool = False
+    build_increment: Callable | None = None
 
     def __call__(self, system):
         return self.build(system)
@@ -59,42 +62,61 @@ def _potential(system, q, dt):
     return system.potential(q)
 
 
-def _euler_a(system):
-    def L_d(q0, q1, h):
-        return _kinetic(system, q0, q1 - q0, h) - h * _potential(system, q0, 0.0)
-    return L_d
+# Each rule is written in its increment form L_inc(q0, Δq, h) = L_d(q0, q0 + Δq, h): the
+# discrete velocity Δq/h is then the step's own unknown, never the difference of two large
+# coordinates (an angle of 10⁵ rad holds Δq only to its ulp, 1.5e-11: the velocity's error
+# ulp/h biased the momentum step after step, :func:`increment_form`).
+
+def _euler_a_inc(system):
+    def L_inc(q0, dq, h):
+        return _kinetic(system, q0, dq, h) - h * _potential(system, q0, 0.0)
+    return L_inc
 
 
-def _euler_b(system):
-    def L_d(q0, q1, h):
-        return _kinetic(system, q1, q1 - q0, h) - h * _potential(system, q1, h)
-    return L_d
+def _euler_b_inc(system):
+    def L_inc(q0, dq, h):
+        q1 = q0 + dq
+        return _kinetic(system, q1, dq, h) - h * _potential(system, q1, h)
+    return L_inc
 
 
-def _stormer_verlet(system):
-    a, b = _euler_a(system), _euler_b(system)
+def _stormer_verlet_inc(system):
+    a, b = _euler_a_inc(system), _euler_b_inc(system)
 
-    def L_d(q0, q1, h):
-        return 0.5 * (a(q0, q1, h) + b(q0, q1, h))
-    return L_d
+    def L_inc(q0, dq, h):
+        return 0.5 * (a(q0, dq, h) + b(q0, dq, h))
+    return L_inc
 
 
-def _midpoint(system):
-    def L_d(q0, q1, h):
-        qm = 0.5 * (q0 + q1)
-        return _kinetic(system, qm, q1 - q0, h) - h * _potential(system, qm, 0.5 * h)
-    return L_d
+def _midpoint_inc(system):
+    def L_inc(q0, dq, h):
+        qm = q0 + 0.5 * dq
+        return _kinetic(system, qm, dq, h) - h * _potential(system, qm, 0.5 * h)
+    return L_inc
+
+
+def _from_increment(build_inc):
+    """The two-node form L_d(q0, q1, h) = L_inc(q0, q1 − q0, h) of an increment-form rule."""
+    def build(system):
+        L_inc = build_inc(system)
+        return lambda q0, q1, h: L_inc(q0, q1 - q0, h)
+    return build
+
+
+_euler_a, _euler_b = _from_increment(_euler_a_inc), _from_increment(_euler_b_inc)
+_stormer_verlet, _midpoint = _from_increment(_stormer_verlet_inc), _from_increment(_midpoint_inc)
 
 
 #: L_d^A = h L(q0, Δq/h)  (FJMdD 2015 (10)): potential and metric at the left node.
-euler_a = DiscreteLagrangian("euler-a", _euler_a, potential_weight=1.0)
+euler_a = DiscreteLagrangian("euler-a", _euler_a, potential_weight=1.0, build_increment=_euler_a_inc)
 #: L_d^B = h L(q1, Δq/h)  (FJMdD 2015 (10)): potential and metric at the right node.
-euler_b = DiscreteLagrangian("euler-b", _euler_b, potential_weight=0.0)
+euler_b = DiscreteLagrangian("euler-b", _euler_b, potential_weight=0.0, build_increment=_euler_b_inc)
 #: L_d^SV = ½ (L_d^A + L_d^B)  (FJMdD 2015 (16)): the Störmer–Verlet / trapezoidal rule.
 stormer_verlet = DiscreteLagrangian("stormer-verlet", _stormer_verlet, potential_weight=0.5,
-                                    symmetric=True)
+                                    symmetric=True, build_increment=_stormer_verlet_inc)
 #: L_d^mid = h L((q0+q1)/2, Δq/h): the midpoint rule.
-midpoint = DiscreteLagrangian("midpoint", _midpoint, potential_weight=None, symmetric=True)
+midpoint = DiscreteLagrangian("midpoint", _midpoint, potential_weight=None, symmetric=True,
+                              build_increment=_midpoint_inc)
 
 
 def resolve(discrete_lagrangian, system):
@@ -107,7 +129,19 @@ def resolve(discrete_lagrangian, system):
                      f"got {type(discrete_lagrangian).__name__}")
 
 
-def discrete_forces(discrete_lagrangian, system):
+def increment_form(discrete_lagrangian, system):
+    """``L_inc(q0, Δq, h)`` = L_d(q0, q0 + Δq, h): the discrete Lagrangian with the step's increment
+    as its argument, so that a step solved for Δq (rather than q1) computes the discrete velocity
+    Δq/h without the difference q1 − q0 of two large coordinates (whose rounding, ulp(q)/h, is
+    biased when Δq is nearly the same every step: Euler's disk's angles grow to 10⁵ rad over
+    10⁴ s). A rule's own increment form where it has one, else L_d(q0, q0 + Δq, h) (no gain)."""
+    if isinstance(discrete_lagrangian, DiscreteLagrangian) and discrete_lagrangian.build_increment is not None:
+        return discrete_lagrangian.build_increment(system)
+    L_d, _ = resolve(discrete_lagrangian, system)
+    return lambda q0, dq, h: L_d(q0, q0 + dq, h)
+
+
+def discrete_forces(discrete_lagrangian, system, increment: bool = False):
     """``fd(q0, q1, h) -> (f_d⁻, f_d⁺)``, each (n,) (the scalar 0.0 without a force): the discrete forces of the forced discrete
     Lagrange–d'Alembert principle (Marsden–West, Acta Numerica 2001, §3.2), with which the
     momenta of a step are p_k = −D1 L_d − f_d⁻ and p_{k+1} = D2 L_d + f_d⁺.
@@ -117,13 +151,14 @@ def discrete_forces(discrete_lagrangian, system):
     for the midpoint rule and a user's L_d, f_d⁻ = f_d⁺ = (h/2) f(q̄, Δq/h, t_k + h/2). Both are
     self-adjoint for the symmetric rules (f_d⁻(q1, q0, −h) = −f_d⁺(q0, q1, h)), so that the
     symmetric compositions keep their orders. The times are offsets on the engine's clock
-    (:mod:`dalembert.clock`)."""
+    (:mod:`dalembert.clock`). ``increment=True``: the same as ``fd(q0, Δq, h)`` with the
+    increment Δq = q1 − q0 as the second argument (:func:`increment_form`)."""
     a = discrete_lagrangian.potential_weight if isinstance(discrete_lagrangian, DiscreteLagrangian) else None
     if not getattr(system, "has_force", False):          # nothing to add: no operation traced
         return lambda q0, q1, h: (0.0, 0.0)
 
-    def fd(q0, q1, h):
-        v = (q1 - q0) / h
+    def fd(q0, x, h):
+        q1, v = (q0 + x, x / h) if increment else (x, (x - q0) / h)
         if a is None:
             half = 0.5 * h * system.force(0.5 * (q0 + q1), v, 0.5 * h)
             return half, half
