@@ -151,7 +151,7 @@ def newton(
         that forms J(x_start) (its primal: one evaluation fewer)."""
         if simplified:
             if jacobian is None:
-                J0, rS0 = jax.jacfwd(lambda x: (residual(x), Fs(x)), has_aux=True)(x_start)
+                J0, rS0 = jax.jacfwd(_with_aux(Fs), has_aux=True)(x_start)
             else:
                 J0, rS0 = J(x_start), Fs(x_start)
             factor = linalg.chord_factor(J0)
@@ -224,6 +224,16 @@ def newton(
     x, aux = lax.custom_root(residual, x0, iterate, _tangent_solve, has_aux=True)
     aux = lax.stop_gradient(aux)
     return NewtonResult(x, aux[0] > 0.5, aux[1].astype(jnp.int32), aux[2].astype(jnp.int32))
+
+
+def _with_aux(Fs):
+    """x ↦ (r, (r, S)) from one evaluation of Fs, for ``jacfwd(..., has_aux=True)``: the residual
+    and its aux (its primal value and the scale) from one trace of F, not one for r and another
+    for (r, S)."""
+    def f(x):
+        r, S = Fs(x)
+        return r, (r, S)
+    return f
 
 
 def _chord_update(factor, rS):
