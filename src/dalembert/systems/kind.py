@@ -39,15 +39,44 @@ from ..errors import InputError, SystemDefinitionError
 def _depends_on_input(fn: Callable, x) -> bool:
     """True if the traced output of ``fn(x)`` depends on ``x`` (jaxpr data-flow analysis).
 
-    Conservative: any equation with a dependent input makes all its outputs dependent.
+    Conservative: any equation with a dependent input makes all its outputs dependent, except a
+    call of an inner jaxpr (``jax.jit``, :func:`traced_once`), which is followed inside.
     """
     closed = jax.make_jaxpr(fn)(x)
-    jaxpr = closed.jaxpr
-    dep = {id(v) for v in jaxpr.invars}
+    return any(_dependent_outputs(closed.jaxpr, [True] * len(closed.jaxpr.invars)))
+
+
+def _dependent_outputs(jaxpr, dependent_inputs) -> list:
+    """Which outputs of ``jaxpr`` depend on the inputs flagged in ``dependent_inputs``."""
+    dep = {id(v) for v, d in zip(jaxpr.invars, dependent_inputs) if d}
     for eqn in jaxpr.eqns:
-        if any(id(v) in dep for v in eqn.invars if type(v).__name__ != "Literal"):
+        flags = [type(v).__name__ != "Literal" and id(v) in dep for v in eqn.invars]
+        if not any(flags):
+            continue
+        inner = eqn.params.get("jaxpr")
+        inner = getattr(inner, "jaxpr", inner)
+        if inner is not None and hasattr(inner, "eqns") and len(inner.invars) == len(flags):
+            out = _dependent_outputs(inner, flags)
+            dep.update(id(v) for v, d in zip(eqn.outvars, out) if d)
+        else:
             dep.update(id(v) for v in eqn.outvars)
-    return any(id(v) in dep for v in jaxpr.outvars if type(v).__name__ != "Literal")
+    return [type(v).__name__ != "Literal" and id(v) in dep for v in jaxpr.outvars]
+
+
+def traced_once(owner, fn: Callable | None) -> Callable | None:
+    """``fn`` (a user's callable) wrapped in ``jax.jit`` once per ``owner`` (a system): its jaxpr
+    is traced once per argument shape and reused by every program that calls it (the step, the
+    start, the checks, the diagnostics) and by their derivatives and vmaps, which transform the
+    jaxpr instead of running the user's Python again. A metric written as ``jax.hessian`` of a
+    kinetic energy was traced some 25 times in one first ``dl.integrate`` call otherwise.
+    XLA inlines the call, so the compiled step is the same. None stays None."""
+    if fn is None:
+        return None
+    cache = owner.__dict__.setdefault("_traced_once", {})
+    hit = cache.get(id(fn))
+    if hit is None or hit[0] is not fn:
+        hit = cache[id(fn)] = (fn, jax.jit(fn, inline=True))
+    return hit[1]
 
 
 def _positional_count(fn, unknown: int = 3) -> int:

@@ -30,7 +30,7 @@ import numpy as np
 from .. import linalg
 from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
-from .kind import SystemKind, _depends_on_input, _positional_count, refuse_complex
+from .kind import SystemKind, _depends_on_input, _positional_count, refuse_complex, traced_once
 from .torque import StateForce
 
 
@@ -360,21 +360,21 @@ class NonholonomicSystem(StateForce, SystemKind):
     def constant_metric(self, q) -> bool:
         """True if G does not depend on q (decided once, by tracing ``mass_matrix`` at q)."""
         if self._constant_metric is None:
-            self._constant_metric = not _depends_on_input(self._mass_fn, jnp.asarray(q))
+            self._constant_metric = not _depends_on_input(traced_once(self, self._mass_fn), jnp.asarray(q))
         return self._constant_metric
 
     # --- the data ---------------------------------------------------------------------------
     def mass_matrix(self, q):
         """G(q), shape (n, n)."""
-        return jnp.asarray(self._mass_fn(q), dtype=jnp.float64)
+        return jnp.asarray(traced_once(self, self._mass_fn)(q), dtype=jnp.float64)
 
     def potential(self, q, dt=0.0):
         """V(q), scalar (J); V(q, t) at the clock's time + dt for a time-dependent potential."""
         if self._potential is None:
             return jnp.zeros((), jnp.float64)
         if self._potential_takes_t:
-            return jnp.asarray(self._potential(q, self._clock_time(dt)), dtype=jnp.float64).reshape(())
-        return jnp.asarray(self._potential(q), dtype=jnp.float64).reshape(())
+            return jnp.asarray(traced_once(self, self._potential)(q, self._clock_time(dt)), dtype=jnp.float64).reshape(())
+        return jnp.asarray(traced_once(self, self._potential)(q), dtype=jnp.float64).reshape(())
 
     def grad_potential(self, q, dt=0.0):
         """∇V(q) (at the clock's time + dt), shape (n,)."""
@@ -404,26 +404,26 @@ class NonholonomicSystem(StateForce, SystemKind):
 
     def rolling_matrix(self, q):
         """μ(q), shape (m, n): the velocity (rolling) constraints as given."""
-        return jnp.asarray(self._mu(q), dtype=jnp.float64)
+        return jnp.asarray(traced_once(self, self._mu)(q), dtype=jnp.float64)
 
     def rolling_rhs(self, q, dt=0.0):
         """ν(q) (ν(q, t) at the clock's time + dt), shape (m,); zeros for linear constraints."""
         if self._nu is None:
             return jnp.zeros(self.rolling_matrix(q).shape[0], jnp.float64)
         if self._nu_takes_t:
-            return jnp.asarray(self._nu(q, self._clock_time(dt)), dtype=jnp.float64).reshape(-1)
-        return jnp.asarray(self._nu(q), dtype=jnp.float64).reshape(-1)
+            return jnp.asarray(traced_once(self, self._nu)(q, self._clock_time(dt)), dtype=jnp.float64).reshape(-1)
+        return jnp.asarray(traced_once(self, self._nu)(q), dtype=jnp.float64).reshape(-1)
 
     def holonomic(self, q):
         """φ(q), shape (k,) (k = 0 without configuration constraints)."""
         if self._phi is None:
             return jnp.zeros(0, jnp.float64)
-        return jnp.asarray(self._phi(q), dtype=jnp.float64).reshape(-1)
+        return jnp.asarray(traced_once(self, self._phi)(q), dtype=jnp.float64).reshape(-1)
 
     def holonomic_jacobian(self, q):
         """Φ(q) = ∂φ/∂q, shape (k, n): given, or by forward-mode autodiff of φ."""
         if self._Phi is not None:
-            return jnp.asarray(self._Phi(q), dtype=jnp.float64).reshape(-1, jnp.shape(q)[0])
+            return jnp.asarray(traced_once(self, self._Phi)(q), dtype=jnp.float64).reshape(-1, jnp.shape(q)[0])
         if self._phi is None:
             return jnp.zeros((0, jnp.shape(q)[0]), jnp.float64)
         return jax.jacfwd(self.holonomic)(q)
@@ -699,13 +699,13 @@ class NonholonomicSystem(StateForce, SystemKind):
         if n in self.__dict__.setdefault("_shapes_ok", set()):
             return
         qj = jnp.asarray(q)
-        _expect_shape(_shape_of(lambda x: jnp.asarray(self._mass_fn(x)), "mass_matrix", qj), "mass_matrix", (n, n),
+        _expect_shape(_shape_of(lambda x: jnp.asarray(traced_once(self, self._mass_fn)(x)), "mass_matrix", qj), "mass_matrix", (n, n),
                       "the kinetic metric G(q)", q)
-        vshape = _shape_of(self._timed_callable(self._potential, self._potential_takes_t)
+        vshape = _shape_of(self._timed_callable(traced_once(self, self._potential), self._potential_takes_t)
                            or (lambda x: 0.0 * x[0]), "potential", qj)
         if vshape not in ((), (1,)):
             _expect_shape(vshape, "potential", (), "a scalar", q)
-        mshape = _shape_of(lambda x: jnp.asarray(self._mu(x)), "constraint_matrix", qj)
+        mshape = _shape_of(lambda x: jnp.asarray(traced_once(self, self._mu)(x)), "constraint_matrix", qj)
         if len(mshape) != 2 or mshape[1] != n:
             raise SystemDefinitionError(
                 f"constraint_matrix(q0) returned shape {mshape}; expected (m, {n}) "
@@ -713,19 +713,19 @@ class NonholonomicSystem(StateForce, SystemKind):
         m = mshape[0]
         k = 0
         if self._phi is not None:
-            kshape = _shape_of(self._phi, "holonomic_constraints", qj)
+            kshape = _shape_of(traced_once(self, self._phi), "holonomic_constraints", qj)
             if len(kshape) != 1 or kshape[0] < 1:
                 raise SystemDefinitionError(f"holonomic_constraints(q0) returned shape {kshape}; expected (k,) with "
                                    f"k ≥ 1 (one entry per configuration constraint φ_i(q) = 0)")
             k = kshape[0]
             if self._Phi is not None:
-                _expect_shape(_shape_of(self._Phi, "holonomic_jacobian", qj), "holonomic_jacobian", (k, n),
+                _expect_shape(_shape_of(traced_once(self, self._Phi), "holonomic_jacobian", qj), "holonomic_jacobian", (k, n),
                               "Φ(q) = ∂φ/∂q, one row per configuration constraint", q)
         if not 1 <= m or k + m >= n:
             raise SystemDefinitionError(f"constraint_matrix(q0) has {m} rows" + (f" and holonomic_constraints {k}" if k else "")
                                + f"; need 1 ≤ m and k + m < n = {n}")
         if self._nu is not None:
-            _expect_shape(_shape_of(self._timed_callable(self._nu, self._nu_takes_t), "constraint_rhs", qj),
+            _expect_shape(_shape_of(self._timed_callable(traced_once(self, self._nu), self._nu_takes_t), "constraint_rhs", qj),
                           "constraint_rhs", (m,),
                           "ν(q), one entry per constraint", q)
         self._shapes_ok.add(n)

@@ -43,7 +43,7 @@ from .. import clock, linalg
 from ..declarations import Feature, NodeArray, Role
 from ..errors import ConstraintViolationError, ConvergenceError, InputError, SystemDefinitionError
 from ..lie import so3
-from .kind import SystemKind, check_spd, checked_group, refuse_complex
+from .kind import SystemKind, check_spd, checked_group, refuse_complex, traced_once
 from .torque import ControlledForce
 
 _TRIVIALIZATIONS = ("left", "right")
@@ -289,7 +289,7 @@ class ReducedSystem(ControlledForce, SystemKind):
     def metric(self, x, R=None):
         """G̃(x, R), shape (n+3, n+3) (R (3, 3) needed only when ``group_metric``)."""
         R = self._group_arg(R, self.group_metric, "metric")
-        return jnp.asarray(self._metric_fn(jnp.asarray(x, jnp.float64), R), jnp.float64)
+        return jnp.asarray(traced_once(self, self._metric_fn)(jnp.asarray(x, jnp.float64), R), jnp.float64)
 
     def metric_blocks(self, x, R=None):
         """(G̃_xx (n, n), G̃_xg (n, 3), G̃_gg (3, 3)) at (x, R)."""
@@ -299,18 +299,18 @@ class ReducedSystem(ControlledForce, SystemKind):
 
     def constraint_matrix(self, x, R):
         """μ̃(x, R) = [μ | η], shape (m, n+3)."""
-        mu = jnp.asarray(self._mu_fn(jnp.asarray(x, jnp.float64), jnp.asarray(R, jnp.float64)), jnp.float64)
+        mu = jnp.asarray(traced_once(self, self._mu_fn)(jnp.asarray(x, jnp.float64), jnp.asarray(R, jnp.float64)), jnp.float64)
         return mu.reshape(self.m, self.dim)
 
     def constraint_rhs(self, x, R):
         """ν̃(x, R), shape (m,) (zeros for linear constraints)."""
-        nu = jnp.asarray(self._nu_fn(jnp.asarray(x, jnp.float64), jnp.asarray(R, jnp.float64)), jnp.float64)
+        nu = jnp.asarray(traced_once(self, self._nu_fn)(jnp.asarray(x, jnp.float64), jnp.asarray(R, jnp.float64)), jnp.float64)
         return nu.reshape(self.m)
 
     def potential(self, x, R=None):
         """V(x, R), scalar (R needed only when ``group_potential``)."""
         R = self._group_arg(R, self.group_potential, "potential")
-        return jnp.asarray(self._V_fn(jnp.asarray(x, jnp.float64), R), jnp.float64)
+        return jnp.asarray(traced_once(self, self._V_fn)(jnp.asarray(x, jnp.float64), R), jnp.float64)
 
     def potential_gradient(self, x, R=None):
         """V_x(x, R), shape (n,)."""

@@ -21,7 +21,7 @@ import numpy as np
 from .. import clock, linalg
 from ..declarations import Feature
 from ..errors import InputError
-from .kind import _depends_on_input, _positional_count, refuse_complex
+from .kind import _depends_on_input, _positional_count, refuse_complex, traced_once
 
 
 def _no_controls(t):
@@ -172,9 +172,10 @@ class ControlledForce:
         """The user's force ``self._force(*state, t[, u])`` at the clock's time t + dt, with the
         control :meth:`control` (dt) when it takes one, as float64."""
         t = clock.now()[0] + dt
+        force = traced_once(self, self._force)
         if self.controlled:
-            return jnp.asarray(self._force(*state, t, self.control(dt)), jnp.float64)
-        return jnp.asarray(self._force(*state, t), jnp.float64)
+            return jnp.asarray(force(*state, t, self.control(dt)), jnp.float64)
+        return jnp.asarray(force(*state, t), jnp.float64)
 
 
 class StateForce(ControlledForce):
