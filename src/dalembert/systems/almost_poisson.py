@@ -22,7 +22,7 @@ import numpy as np
 from .. import linalg
 from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..declarations import NodeArray, Role
-from .kind import SystemKind, _positional_count
+from .kind import SystemKind, _positional_count, traced_once
 from .nonholonomic import _as_vector, _expect_real
 from .torque import ControlledForce
 
@@ -137,11 +137,11 @@ class AlmostPoissonSystem(ControlledForce, SystemKind):
     # --- the data ---------------------------------------------------------------------------
     def poisson_matrix(self, x):
         """Π(x), shape (N, N), skew-symmetric."""
-        return jnp.asarray(self._pi(x), dtype=jnp.float64)
+        return jnp.asarray(traced_once(self, self._pi)(x), dtype=jnp.float64)
 
     def hamiltonian(self, x):
         """H(x), scalar."""
-        return jnp.asarray(self._h(x), dtype=jnp.float64).reshape(())
+        return jnp.asarray(traced_once(self, self._h)(x), dtype=jnp.float64).reshape(())
 
     def grad_hamiltonian(self, x):
         """∇H(x), shape (N,) (autodiff)."""
@@ -176,7 +176,7 @@ class AlmostPoissonSystem(ControlledForce, SystemKind):
         """R(x), shape (N, N), symmetric positive semidefinite (zeros without one)."""
         if self._dissipation is None:
             return jnp.zeros((x.shape[0], x.shape[0]), jnp.float64)
-        return jnp.asarray(self._dissipation(x), dtype=jnp.float64)
+        return jnp.asarray(traced_once(self, self._dissipation)(x), dtype=jnp.float64)
 
     def structure_matrix(self, x):
         """Π(x) − R(x), shape (N, N) (Π(x) without a dissipation)."""
@@ -210,13 +210,13 @@ class AlmostPoissonSystem(ControlledForce, SystemKind):
         """The constraint residual at x, shape (k,); (0,) for a system without constraint."""
         if self._constraint is None:
             return jnp.zeros((0,), jnp.float64)
-        return jnp.asarray(self._constraint(x), dtype=jnp.float64).reshape(-1)
+        return jnp.asarray(traced_once(self, self._constraint)(x), dtype=jnp.float64).reshape(-1)
 
     def degeneracy(self, x):
         """Conditioning measure of the chart at x (scalar; 1 where there is no chart to worry about)."""
         if self._degeneracy is None:
             return jnp.ones((), jnp.float64)
-        return jnp.asarray(self._degeneracy(x), dtype=jnp.float64).reshape(())
+        return jnp.asarray(traced_once(self, self._degeneracy)(x), dtype=jnp.float64).reshape(())
 
     # --- the system-kind protocol used by the engine -------------------------------------
     def _values(self, x):

@@ -32,7 +32,7 @@ from ..errors import ConstraintViolationError, InputError, SystemDefinitionError
 from ..lie import so3
 from .. import clock
 from ..declarations import NodeArray, Role
-from .kind import SystemKind, check_spd, refuse_complex
+from .kind import SystemKind, check_spd, refuse_complex, traced_once
 from .torque import LeftTrivialisedTorque
 
 
@@ -116,7 +116,7 @@ class LieNonholonomicSystem(LeftTrivialisedTorque, SystemKind):
     # --- the model (jit-able, unbatched) ----------------------------------------------------------
     def constraint_covectors(self, R):
         """A(R), shape (m, 3): the body constraint covectors at R."""
-        A = jnp.asarray(self._A_fn(jnp.asarray(R, jnp.float64)), jnp.float64)
+        A = jnp.asarray(traced_once(self, self._A_fn)(jnp.asarray(R, jnp.float64)), jnp.float64)
         return A[None, :] if A.ndim == 1 else A
 
     def momentum(self, omega):
