@@ -143,3 +143,24 @@ def test_constant_metric_seen_through_jit():
     varying = dl.NonholonomicSystem(jax.jit(lambda q: M * (1.0 + 0.1 * q[0] ** 2)), None, mu)
     assert const.constant_metric(q)
     assert not varying.constant_metric(q)
+
+
+@pytest.mark.parametrize("method, explicit", [("nh-rattle", True), ("gni-euler-a", True), ("dg-gonzalez", False)])
+def test_never_fails_read_from_the_kept_trace(method, explicit):
+    """The explicit-step test read from the step's kept trace agrees with the test that traces the
+    step again (two formulations), on the constant-metric knife edge where nh-rattle and the GNI
+    Euler step are explicit and dg-gonzalez is not; and on the hessian skate, where nh-rattle is
+    implicit (the negative control: the kept trace is read, and says so)."""
+    mu = lambda q: jnp.array([[-jnp.sin(q[2]), jnp.cos(q[2]), 0.0]])
+    knife = dl.NonholonomicSystem(jnp.diag(jnp.array([1.0, 1.0, 0.3])), lambda q: 0.5 * q[2] ** 2, mu)
+    skate, q0s, v0s = _skate([0])
+    q0, v0 = np.array([0.1, 0.0, 0.3]), np.array([np.cos(0.3), np.sin(0.3), 0.5])
+    for system, qv, expect in ((knife, (q0, v0), explicit), (skate, (q0s, v0s), False)):
+        m = dl.methods.get(method)
+        b = programs.bind(system, m, qv, {}, trace_once=True)
+        h = np.float64(0.05)
+        st = jax.eval_shape(lambda x, hh: b.scheme.init(*b.convert(*x), hh), qv, h)
+        kept = programs.traced_once(b, st, h)
+        assert loop._converged_of_trace(kept.scheme.step, (st, h)) is not None
+        assert loop._converged_of_trace(b.scheme.step, (st, h)) is None
+        assert loop.never_fails(kept.scheme, st, h) == loop.never_fails(b.scheme, st, h) == expect

@@ -84,6 +84,17 @@ def reads_inputs(closed) -> bool:
     return any(used)
 
 
+def output_reads_inputs(closed, index: int) -> bool:
+    """Whether output ``index`` of ``closed`` depends on its inputs (:func:`reads_inputs` of that
+    output alone; conservative where JAX's dead-code pass is not available)."""
+    try:
+        from jax._src.interpreters import partial_eval as pe
+        mask = [k == index for k in range(len(closed.jaxpr.outvars))]
+        return any(pe.dce_jaxpr(closed.jaxpr, mask)[1])
+    except Exception:                  # noqa: BLE001 - conservative
+        return True
+
+
 def dce(closed):
     """``closed`` without the equations its outputs do not use (e.g. the parts of a node that
     the checked value does not read); unchanged where JAX's dead-code pass is not available."""

@@ -28,7 +28,7 @@ from .. import clock
 from ..errors import InputError
 from ..methods.base import observation_dict
 from ..solvers import newton_module as newton_mod
-from .finite import finite_on_finite, reads_inputs
+from .finite import finite_on_finite, output_reads_inputs, reads_inputs
 from .progress import ProgressBar
 
 #: Target number of steps per compiled chunk.
@@ -334,11 +334,34 @@ def never_fails(scheme, state, h) -> bool:
     traced for a scheme marked ``never_explicit`` (an implicit method without an explicit case)."""
     if getattr(scheme, "never_explicit", False):
         return False
+    kept = _converged_of_trace(scheme.step, (state, h))
+    if kept is not None:               # the step's kept trace (engine.programs.once): read, not traced again
+        return not kept
     try:
         closed = jax.make_jaxpr(lambda s, hh: jnp.asarray(scheme.step(s, hh)[1].converged))(*_shapes((state, h)))
     except Exception:                  # noqa: BLE001 - unknown: the checked loop
         return False
     return not reads_inputs(closed)
+
+
+def _converged_of_trace(step, args):
+    """Whether ``step``'s ``converged`` reads its inputs, from the trace kept with a step traced
+    once (:func:`dalembert.engine.programs.once`) at the shapes of ``args``; None when there is
+    none to read."""
+    traced = getattr(step, "traced", None)
+    if traced is None:
+        return None
+    closed, in_tree, avals, out_tree, u_shape = traced
+    leaves, tree = jax.tree_util.tree_flatten(_shapes(args))
+    if tree != in_tree or [(tuple(x.shape), jnp.dtype(x.dtype)) for x in leaves] != avals:
+        return None
+    try:
+        index = jax.tree_util.tree_unflatten(out_tree, list(range(out_tree.num_leaves)))[1].converged
+    except (AttributeError, IndexError, TypeError):
+        return None
+    if not isinstance(index, int):
+        return None
+    return output_reads_inputs(closed, index)
 
 
 def run_explicit_steps(scheme, system, carry, h, n):

@@ -380,6 +380,7 @@ def once(fn, *specs):
             flat = [jnp.asarray(now, jnp.float64)] + flat
         return jax.tree_util.tree_unflatten(out_tree, jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat))
     call.out_shape = _shapes_of(out_shape)
+    call.traced = (closed, in_tree, avals, out_tree, u_shape)
     return call
 
 
