@@ -710,9 +710,14 @@ def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, p
                 break
             # the state, the nodes and the counts advance together, after the nodes are appended: an
             # interrupt while they are (a KeyboardInterrupt in the API) checkpoints the previous chunk's
-            ok_all, fail_all, cause_all = (np.atleast_1d(np.asarray(x)) for x in (ok, fail_at, cause))
-            its = (it_total + int(np.sum(mine(it_sum))), max(it_max, int(np.max(mine(it_mx)))))
-            newly = np.flatnonzero(np.atleast_1d(alive) & ~ok_all)
+            if batched:
+                ok_all, fail_all, cause_all = (np.atleast_1d(np.asarray(x)) for x in (ok, fail_at, cause))
+                its = (it_total + int(np.sum(mine(it_sum))), max(it_max, int(np.max(mine(it_mx)))))
+                newly = np.flatnonzero(alive & ~ok_all)
+            else:              # scalars: Python's int/bool (NumPy's reductions cost µs each)
+                ok_all, fail_all, cause_all = [bool(ok)], [int(fail_at)], [int(cause)]
+                its = (it_total + int(it_sum), max(it_max, int(it_mx)))
+                newly = [0] if bool(alive) and not ok_all[0] else []
             for i in newly:
                 if members is None or i < members:
                     failures[int(i)] = (done * save_every + int(fail_all[i]), int(cause_all[i]))
