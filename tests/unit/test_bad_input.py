@@ -467,3 +467,36 @@ def test_other_callable_errors_get_no_tracing_hint_and_the_old_name_still_works(
     with pytest.warns(DeprecationWarning, match="SystemDefinitionError"):
         from dalembert.errors import SystemError_
     assert SystemError_ is SystemDefinitionError and issubclass(SystemDefinitionError, dl.InputError)
+
+
+def test_compiled_check_accepts_only_what_the_full_checks_accept():
+    """check() takes a valid initial state in one compiled call (NonholonomicSystem._passes) only
+    with a margin on every bound; a state nearer a bound goes through the NumPy checks, which
+    accept it or name what fails, exactly as without the compiled call (negative controls: each
+    bound just inside, where _passes declines, and just outside, where check() raises)."""
+    s = make()
+    q, v = Q0, V0
+    assert s._passes(q, v, 1e-10) is not None
+    np.testing.assert_array_equal(s.check(q, v)[1], v)
+    # μ(q0) v0 = v0[2] here: a residual 0.7 tol is accepted by check() but not by _passes
+    near = V0 + np.array([0.0, 0.0, 0.7e-10])
+    assert s._passes(q, near, 1e-10) is None
+    np.testing.assert_array_equal(s.check(q, near)[1], near)
+    with pytest.raises(ConstraintViolationError):
+        s.check(q, V0 + np.array([0.0, 0.0, 2e-10]))
+    for c, ok in ((5e-14, True), (5e-15, False)):       # λ_min / λ_max against DEFINITENESS_RTOL = 1e-14
+        sc = make(mass_matrix=np.diag([1.0, 1.0, c]))
+        assert sc._passes(q, v, 1e-10) is None
+        if ok:
+            np.testing.assert_array_equal(sc.check(q, v)[1], v)
+        else:
+            with pytest.raises(SystemDefinitionError, match="positive definite"):
+                sc.check(q, v)
+    for d, ok in ((0.7e-12, True), (2e-12, False)):     # max |G − Gᵀ| against SYMMETRY_RTOL = 1e-12
+        sd = make(mass_matrix=lambda q, d=d: jnp.eye(3).at[0, 1].add(d))
+        assert sd._passes(q, v, 1e-10) is None
+        if ok:
+            np.testing.assert_array_equal(sd.check(q, v)[1], v)
+        else:
+            with pytest.raises(SystemDefinitionError, match="symmetric"):
+                sd.check(q, v)

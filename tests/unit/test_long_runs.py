@@ -122,14 +122,17 @@ def test_single_runs_of_explicit_steps_use_the_fast_chunk_and_recheck_only_on_fa
     # test's failing run of the module's LOGSK would already have compiled the checked twin
     skate = log_potential_skate()
     x0 = (np.asarray(Q0), np.asarray(V0))
-    _, chunk, _ = programs.single_run_programs(skate, dl.methods.get("nh-rattle"), {}, x0, np.float64(0.01))
+    # (the runs below are short: at most loop.SHORT_CHUNK_SAVES nodes, the short chunk)
+    _, chunk, _ = programs.single_run_programs(skate, dl.methods.get("nh-rattle"), {}, x0, np.float64(0.01),
+                                               short=True)
     assert isinstance(chunk, programs.Rechecked) and chunk.checked is None
     dl.integrate(skate, "nh-rattle", q0=Q0, v0=V0, h=0.01, t_final=1.0)
     assert chunk.checked is None
     with pytest.raises(dl.ConvergenceError):
         dl.integrate(skate, "nh-rattle", q0=np.zeros(3), v0=np.array([-3.0, 0.0, 0.0]), h=0.01, t_final=5.0)
     assert chunk.checked is not None
-    _, chunk, _ = programs.single_run_programs(skate, dl.methods.get("gni-midpoint"), {}, x0, np.float64(0.01))
+    _, chunk, _ = programs.single_run_programs(skate, dl.methods.get("gni-midpoint"), {}, x0, np.float64(0.01),
+                                               short=True)
     assert not isinstance(chunk, programs.Rechecked)
 
 

@@ -70,15 +70,42 @@ def test_views_are_registered_and_applied():
     np.testing.assert_allclose(tr.q, tr2.q, rtol=0, atol=1e-13)
 
 
-def test_one_program_serves_every_run_length_and_save_every():
+def test_two_chunks_serve_every_run_length_and_save_every(compile_counter):
+    """A single run compiles its start program and a chunk in one of two sizes, each once: the
+    short run's (at most loop.SHORT_CHUNK_SAVES nodes; its output buffer is cheap to zero at each
+    call) and the full one. Later runs of any length and save_every compile nothing, and the
+    short chunk's nodes are the full chunk's, bit for bit."""
+    from dalembert.engine import loop
     s = knife_edge(2.0)
-    dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.01, t_final=1.0)
+    dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.01, t_final=1.0)          # 100 nodes: short
+    assert compile_counter[0] == 2                                               # start, short chunk
     n = len(_cache.for_object(s))
-    long = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.02, t_final=294.0, save_every=7)
+    long = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.02, t_final=294.0, save_every=7)  # 2100
+    assert compile_counter[0] == 3                                               # the full chunk
     assert len(_cache.for_object(s)) == n
-    assert long.metadata["compile_time_s"] < 0.1
-    every = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.02, t_final=294.0)
+    compile_counter[0] = 0
+    assert loop.is_short_run(1000) and not loop.is_short_run(loop.SHORT_CHUNK_SAVES + 1)
+    short = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.02, t_final=20.0)              # 1000
+    dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.02, t_final=20.02, save_every=3)      # 334
+    every = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.02, t_final=294.0)            # 14700
+    assert compile_counter[0] == 0
     np.testing.assert_array_equal(long.q, every.q[::7])     # the nodes of save_every=7 are those of 1
+    np.testing.assert_array_equal(short.q, every.q[:1001])  # the short chunk's are the full chunk's
+    np.testing.assert_array_equal(short.energy, every.energy[:1001])
+
+
+def test_rich_programs_have_one_chunk_size(compile_counter, monkeypatch):
+    """Where the start program is not small (here: the bound set to 0 lines), a short run compiles
+    the full chunk, and a long run after it compiles nothing: a second compile of a rich system's
+    chunk would cost seconds (the negative control is the test above: 2, then 3 compiles)."""
+    from dalembert.engine import programs
+    monkeypatch.setattr(programs, "SHORT_CHUNK_MAX_LINES", 0)
+    s = knife_edge(2.5)
+    short = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.01, t_final=1.0)         # 100 nodes
+    assert compile_counter[0] == 2                                              # start, full chunk
+    long = dl.integrate(s, "gni-midpoint", q0=Q0, v0=V0, h=0.01, t_final=30.0)          # 3000 nodes
+    assert compile_counter[0] == 2
+    np.testing.assert_array_equal(short.q, long.q[:101])
 
 
 @pytest.mark.full  # CI budget (2026-12-07): in the full suite

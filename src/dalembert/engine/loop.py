@@ -6,7 +6,9 @@ is one ahead-of-time compiled function — loops over blocks of saved nodes, ove
 block and over the ``save_every`` steps of a node (see :func:`make_chunk` for why three) — so no
 Python statement runs per step, memory stays bounded and a progress bar can move between chunks.
 The number of active nodes and the steps per node are runtime arguments: one compiled chunk
-serves every run length and every ``save_every`` of a (system, method, options).
+serves every run length and every ``save_every`` of a (system, method, options) — two for single
+runs: a short run (at most :data:`SHORT_CHUNK_SAVES` nodes) has a chunk of its own, whose output
+buffer is small (:func:`single_chunk_saves`).
 
 Failures: a step whose Newton solve does not converge, or whose new state or energy is not finite
 (checked at every step), freezes the state (the other node outputs, and the system's own
@@ -50,11 +52,27 @@ CHUNK_SAVES = 16384
 CHUNK_BYTES = 8 << 20
 
 
-def single_chunk_saves(width: int, itemsize: int = 8) -> int:
+#: Saved nodes per compiled chunk of a *short* single run (at most this many nodes after node 0):
+#: the chunk's output buffer is zeroed by every call whatever the number of active nodes, 0.08 ms
+#: for 16 384 nodes of 12 numbers, the fixed cost that made a short ``dl.integrate`` call slower
+#: than diffrax's (docs/benchmarks.md, "Low accuracy"). A short run therefore has a chunk of its
+#: own, compiled on its first use: two compiled chunks serve every run length and save_every.
+SHORT_CHUNK_SAVES = 1024
+
+
+def single_chunk_saves(width: int, itemsize: int = 8, short: bool = False) -> int:
     """Saved nodes per compiled chunk of a single run whose node record holds ``width`` numbers
     of ``itemsize`` bytes: :data:`CHUNK_SAVES`, or fewer so that the chunk's records stay within
-    :data:`CHUNK_BYTES` (but at least 256)."""
-    return min(CHUNK_SAVES, max(256, CHUNK_BYTES // max(1, width * itemsize)))
+    :data:`CHUNK_BYTES` (but at least 256); ``short``: the chunk of a short run, at most
+    :data:`SHORT_CHUNK_SAVES` of those."""
+    full = min(CHUNK_SAVES, max(256, CHUNK_BYTES // max(1, width * itemsize)))
+    return min(full, SHORT_CHUNK_SAVES) if short else full
+
+
+def is_short_run(nodes: int) -> bool:
+    """Whether a single run with ``nodes`` saved nodes to compute (after node 0; the partial last
+    node counts as one) runs the short chunk (:data:`SHORT_CHUNK_SAVES`)."""
+    return nodes <= SHORT_CHUNK_SAVES
 
 
 #: Most steps of one run: step indices are exact in float64 (t = k·h) below 2**53.
@@ -530,9 +548,9 @@ class RecordLayout(NamedTuple):
 
 
 def make_chunk(system, scheme, chunk_saves: int | None, state, h, keep=None, members: bool = False,
-               layout_out: list | None = None, fast: bool = False):
+               layout_out: list | None = None, fast: bool = False, short: bool = False):
     """The compiled body of one chunk: ``chunk_saves`` saved nodes of ``n_sub`` steps each (None:
-    :func:`single_chunk_saves` of the node record).
+    :func:`single_chunk_saves` of the node record, with ``short``).
 
     ``members``: the body is vmapped over an ensemble's members. The steps of a node are then
     counted the same for every member (a member that failed keeps its last good state, as
@@ -570,7 +588,7 @@ def make_chunk(system, scheme, chunk_saves: int | None, state, h, keep=None, mem
     """
     names, shapes, sizes, dtype = _record_layout(system, scheme, state, h, keep)
     if chunk_saves is None:
-        chunk_saves = single_chunk_saves(sum(sizes), jnp.dtype(dtype).itemsize)
+        chunk_saves = single_chunk_saves(sum(sizes), jnp.dtype(dtype).itemsize, short)
     if layout_out is not None:
         layout_out.append(RecordLayout(tuple(names), tuple(tuple(x) for x in shapes), tuple(sizes)))
     width = sum(sizes)
@@ -715,9 +733,14 @@ def run_chunks(chunk, layout, state, hj, nodes, n_steps, per_call, save_every, p
                 break
             # the state, the nodes and the counts advance together, after the nodes are appended: an
             # interrupt while they are (a KeyboardInterrupt in the API) checkpoints the previous chunk's
-            ok_all, fail_all, cause_all = (np.atleast_1d(np.asarray(x)) for x in (ok, fail_at, cause))
-            its = (it_total + int(np.sum(mine(it_sum))), max(it_max, int(np.max(mine(it_mx)))))
-            newly = np.flatnonzero(np.atleast_1d(alive) & ~ok_all)
+            if batched:
+                ok_all, fail_all, cause_all = (np.atleast_1d(np.asarray(x)) for x in (ok, fail_at, cause))
+                its = (it_total + int(np.sum(mine(it_sum))), max(it_max, int(np.max(mine(it_mx)))))
+                newly = np.flatnonzero(alive & ~ok_all)
+            else:              # scalars: Python's int/bool (NumPy's reductions cost µs each)
+                ok_all, fail_all, cause_all = [bool(ok)], [int(fail_at)], [int(cause)]
+                its = (it_total + int(it_sum), max(it_max, int(it_mx)))
+                newly = [0] if bool(alive) and not ok_all[0] else []
             for i in newly:
                 if members is None or i < members:
                     failures[int(i)] = (done * save_every + int(fail_all[i]), int(cause_all[i]))

@@ -196,14 +196,17 @@ def view_key(system, method, state0):
     return None if view is None else id(view.system(system, *state0))
 
 
-def single_run_programs(system, method, options: dict, state0: tuple, h):
+def single_run_programs(system, method, options: dict, state0: tuple, h, short: bool = False):
     """(start, chunk, layout) compiled for a single run; kept with ``system``.
 
     ``start(state0, h) -> (internal state, node outputs)``;
     ``chunk(state, h, n_active, save_every, alive) -> (state, outputs, ok, fail_at, cause, it_sum,
     it_max)``
     (see :func:`dalembert.engine.loop.make_chunk`), with
-    :func:`~dalembert.engine.loop.single_chunk_saves` nodes. For a system marked by
+    :func:`~dalembert.engine.loop.single_chunk_saves` nodes: the full chunk, or with ``short`` the
+    chunk of a short run (:data:`~dalembert.engine.loop.SHORT_CHUNK_SAVES` nodes, whose output
+    buffer costs little to zero at each call); each is compiled on its first use, and the two serve
+    every run length. For a system marked by
     :func:`parametrised` (and a method without a view), the programs take its float parameters as
     arguments (:func:`_parametrised_programs`). A system with a concrete (N, c) control array
     (:func:`runtime_controls`) gives it to both programs as an argument: they are compiled once
@@ -213,16 +216,19 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
     options, t0 = runtime_options(options)
     made = parametrisation(system)
     if made is not None and resolve(system, method) is None:
-        return _parametrised_programs(system, made, method, options, state0, h, t0)
+        return _parametrised_programs(system, made, method, options, state0, h, t0, short)
     system, u = runtime_controls(system)
     u_spec = () if u is None else (jax.ShapeDtypeStruct(u.shape, jnp.float64),)
     key = ("single", method, options_key(options), state_shapes(state0),
            view_key(system, method, state0), t0 is not None, tuple(x.shape for x in u_spec))
 
-    def make():
+    def traced_controls():
         # traced with a stand-in control array: the programs take the run's as an argument, and
         # the traces kept for them (:func:`once`) take it as an input
-        with clock.controls_given(tuple(np.zeros(x.shape) for x in u_spec)):
+        return clock.controls_given(tuple(np.zeros(x.shape) for x in u_spec))
+
+    def make():
+        with traced_controls():
             return made_programs()
 
     def made_programs():
@@ -239,44 +245,41 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
         args = (state0, h) + (() if t0 is None else (np.float64(0.0),)) + u_spec
         traced = jax.jit(start).trace(*args)
         state_s = _shapes_of(traced.out_info[0])
-        start_c = compile_in_background(traced.lower())
+        lowered_start = traced.lower()
+        short_ok = _small(lowered_start)   # (printed before its compile starts on the worker)
+        start_c = compile_in_background(lowered_start)
         b = traced_once(b, state_s, h)
-        layout = []
         int32 = jax.ShapeDtypeStruct((), jnp.int32)
 
-        def compiled_chunk(bound, fast):
+        def compiled_chunk(bound, fast, short_):
+            layout = []
             chunk = loop.make_chunk(bound.system, bound.scheme, None, state_s, h, layout_out=layout,
-                                    fast=fast)
+                                    fast=fast, short=short_)
             if u_spec:
                 def chunk_u(state, hh, n_active, n_sub, alive, uu):
                     with clock.controls_given((uu,)):
                         return chunk(state, hh, n_active, n_sub, alive)
                 return compile_program(jax.jit(chunk_u).lower(state_s, h, int32, int32,
-                                                              jax.ShapeDtypeStruct((), jnp.bool_), *u_spec))
+                                                              jax.ShapeDtypeStruct((), jnp.bool_), *u_spec)), layout[0]
             return compile_program(jax.jit(chunk).lower(state_s, h, int32, int32,
-                                                        jax.ShapeDtypeStruct((), jnp.bool_)))
+                                                        jax.ShapeDtypeStruct((), jnp.bool_))), layout[0]
 
-        if not loop.never_fails(b.scheme, state_s, h):
-            chunk_c = compiled_chunk(b, False)
-            return start_c.result(), chunk_c, None, layout[0]
-        # the checked twin binds the system again when first needed, through a weak reference:
-        # the programs are cached with the system, and a closure over it (or over ``b``)
-        # would keep it alive for ever
+        # a chunk compiled later (the other size, the checked twin) binds the system again,
+        # through a weak reference: the programs are cached with the system, and a closure over
+        # it (or over ``b``) would keep it alive for ever
         try:
             owner = weakref.ref(system)
         except TypeError:             # not weakly referenceable: _cache keeps it strongly anyway
             owner = (lambda s: lambda: s)(system)
-        checked = {}
 
-        def make_checked():            # compiled on the first failure of a fast chunk, then kept
-            if "chunk" not in checked:
-                with clock.controls_given(tuple(np.zeros(x.shape) for x in u_spec)):
-                    checked["chunk"] = compiled_chunk(
-                        traced_once(bind(owner(), method, state0, options, trace_once=True), state_s, h), False)
-            return checked["chunk"]
-        chunk_c = compiled_chunk(b, True)
-        return start_c.result(), chunk_c, make_checked, layout[0]
-    start_c, chunk_c, make_checked, layout = cached(system, key, make)
+        def rebound():
+            return traced_once(bind(owner(), method, state0, options, trace_once=True), state_s, h)
+        chunks = ChunkPrograms(compiled_chunk, rebound, loop.never_fails(b.scheme, state_s, h), traced_controls,
+                               short_ok=short_ok)
+        chunks.get(short, b)          # the size this run needs, from the scheme traced above
+        return start_c.result(), chunks
+    start_c, chunks = cached(system, key, make)
+    chunk_c, rechecked, layout = chunks.get(short)
     start = with_start_time(start_c, t0)
     if u is not None:
         uj = jnp.asarray(u, jnp.float64)
@@ -287,13 +290,66 @@ def single_run_programs(system, method, options: dict, state0: tuple, h):
     else:
         def with_u(c):
             return c
-    if make_checked is None:
+    if rechecked is None:
         return start, with_u(chunk_c), layout
-    if u is None:      # one Rechecked per cached entry: its checked twin, once made, is reused as is
-        if getattr(make_checked, "rechecked", None) is None:
-            make_checked.rechecked = Rechecked(chunk_c, make_checked)
-        return start, make_checked.rechecked, layout
-    return start, Rechecked(with_u(chunk_c), lambda: with_u(make_checked())), layout
+    if u is None:      # one Rechecked per cached chunk: its checked twin, once made, is reused as is
+        return start, rechecked, layout
+    return start, Rechecked(with_u(chunk_c), lambda: with_u(rechecked.make_checked())), layout
+
+
+#: a start program of at most this many lines of StableHLO marks a small system and method, whose
+#: short runs get a chunk of their own (:class:`ChunkPrograms`); the knife edge's ``nh-rattle``
+#: start has about 300, the hessian coin's 6700
+SHORT_CHUNK_MAX_LINES = 2000
+
+
+def _small(lowered) -> bool:
+    """Whether a lowered start program is at most :data:`SHORT_CHUNK_MAX_LINES` lines."""
+    try:
+        return lowered.as_text().count("\n") <= SHORT_CHUNK_MAX_LINES
+    except Exception:  # noqa: BLE001 - a program that cannot be printed: one chunk size
+        return False
+
+
+class ChunkPrograms:
+    """The compiled chunks of one single-run program entry (:func:`single_run_programs`), by size
+    — the full chunk and the short run's (``short``) — each compiled on its first use.
+
+    ``compile_chunk(bound, fast, short) -> (compiled chunk, RecordLayout)``; ``rebind() -> Bound``
+    binds the system again (for a chunk compiled after the entry was made: the entry must not hold
+    the system); ``fast``: the step never fails (:func:`~dalembert.engine.loop.never_fails`), so
+    the chunk runs unchecked steps and is a :class:`Rechecked`, whose checked twin is compiled on
+    the first failure; ``context()``: the context to trace in (a stand-in control array)."""
+
+    def __init__(self, compile_chunk, rebind, fast: bool, context, short_ok: bool = True):
+        self.compile_chunk, self.rebind, self.fast, self.context = compile_chunk, rebind, fast, context
+        self.short_ok = short_ok
+        self.made = {}
+
+    def get(self, short: bool, bound=None) -> tuple:
+        """(compiled chunk, its Rechecked or None, layout) of size ``short``; ``bound``: the
+        Bound to compile it from (else :attr:`rebind`). A short run is served by the full chunk
+        when that one is compiled already, or when the programs are not small (``short_ok``
+        False): a second compile of a rich system's chunk costs seconds, the full chunk's larger
+        buffer some 0.1 ms a call (its caller's nodes per call stay within either size)."""
+        if short and (not self.short_ok or False in self.made):
+            short = False
+        if short not in self.made:
+            with self.context():
+                chunk_c, layout = self.compile_chunk(bound if bound is not None else self.rebind(), self.fast, short)
+            rechecked = Rechecked(chunk_c, self._checked_maker(short)) if self.fast else None
+            self.made[short] = (chunk_c, rechecked, layout)
+        return self.made[short]
+
+    def _checked_maker(self, short):
+        checked = {}
+
+        def make_checked():            # compiled on the first failure of a fast chunk, then kept
+            if "chunk" not in checked:
+                with self.context():
+                    checked["chunk"] = self.compile_chunk(self.rebind(), False, short)[0]
+            return checked["chunk"]
+        return make_checked
 
 
 def runtime_controls(system) -> tuple:
@@ -466,7 +522,7 @@ def parametrisation(system):
         return None
 
 
-def _parametrised_programs(system, made, method, options, state0, h, t0=None):
+def _parametrised_programs(system, made, method, options, state0, h, t0=None, short=False):
     """:func:`single_run_programs` of a system marked by :func:`parametrised`: ``start`` and
     ``chunk`` take the float parameters as their first argument, bound here to the system's
     values (and ``start`` the run's t0, when not None); the compiled programs are kept with the
@@ -490,33 +546,33 @@ def _parametrised_programs(system, made, method, options, state0, h, t0=None):
             return state, loop.node_outputs(b.system, b.scheme.observe(state, h))
 
         t_args = () if t0 is None else (np.float64(0.0),)
-        start_c = compile_in_background(jax.jit(start).lower(floats, state0, h, *t_args))
+        lowered_start = jax.jit(start).lower(floats, state0, h, *t_args)
+        short_ok = _small(lowered_start)   # (printed before its compile starts on the worker)
+        start_c = compile_in_background(lowered_start)
         state_s = jax.eval_shape(start, floats, state0, h, *t_args)[0]
-        layout = []
         int32 = jax.ShapeDtypeStruct((), jnp.int32)
 
-        def compiled_chunk(fast):
+        def compiled_chunk(_, fast, short_):
+            layout = []
+
             def chunk(p, state, hh, n_active, n_sub, alive):
                 b = bound(p)
                 return loop.make_chunk(b.system, b.scheme, None, state_s, hh, layout_out=layout,
-                                       fast=fast)(state, hh, n_active, n_sub, alive)
+                                       fast=fast, short=short_)(state, hh, n_active, n_sub, alive)
             return compile_program(jax.jit(chunk).lower(floats, state_s, h, int32, int32,
-                                                        jax.ShapeDtypeStruct((), jnp.bool_)))
+                                                        jax.ShapeDtypeStruct((), jnp.bool_))), layout[0]
 
         fast = loop.never_fails(bind(system, method, state0, options).scheme, state_s, h)
-        checked = {}
-
-        def make_checked():            # compiled on the first failure of a fast chunk, then kept
-            if "chunk" not in checked:
-                checked["chunk"] = compiled_chunk(False)
-            return checked["chunk"]
-        chunk_c = compiled_chunk(fast)
-        return start_c.result(), chunk_c, (make_checked if fast else None), layout[0]
-    start_c, chunk_c, make_checked, layout = cached(factory, key, make)
+        chunks = ChunkPrograms(compiled_chunk, lambda: None, fast, contextlib.nullcontext,
+                               short_ok=short_ok)
+        chunks.get(short)
+        return start_c.result(), chunks
+    start_c, chunks = cached(factory, key, make)
+    chunk_c, rechecked, layout = chunks.get(short)
 
     def with_params(c):
         return lambda state, hh, n_active, n_sub, alive: c(floats, state, hh, n_active, n_sub, alive)
     start = (lambda x0s, hh: start_c(floats, x0s, hh, *(() if t0 is None else (t0,))))
-    if make_checked is None:
+    if rechecked is None:
         return start, with_params(chunk_c), layout
-    return start, Rechecked(with_params(chunk_c), lambda: with_params(make_checked())), layout
+    return start, Rechecked(with_params(chunk_c), lambda: with_params(rechecked.make_checked())), layout

@@ -217,8 +217,9 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
 
     Computation is in float64 (importing dalembert enables ``jax_enable_x64``). One compiled
     program per (system object, method, options, state shapes) serves every initial state, h,
-    t_final and save_every; it is kept with the system object (``dl.clear_caches()`` drops it)
-    and on disk, for later processes (:mod:`dalembert.engine.disk_cache`; the method's step is
+    t_final and save_every (its chunk is compiled in two sizes, each on first use: runs of at
+    most :data:`~dalembert.engine.loop.SHORT_CHUNK_SAVES` saved nodes have a small one); it is
+    kept with the system object (``dl.clear_caches()`` drops it) and on disk, for later processes (:mod:`dalembert.engine.disk_cache`; the method's step is
     traced once for all the programs that hold it).
     ``integrate`` validates its input and returns NumPy arrays, so it does not run inside
     ``jax.jit``/``vmap``/``grad``: use :func:`solve` there.
@@ -501,11 +502,13 @@ class _Run:
         method, h, md, save_every = self.method, self.h, self.md, self.save_every
         # NumPy in: the compiled programs take it as it is (jnp.asarray is an eager dispatch each)
         x0j, hj = tuple(np.asarray(x, np.float64) for x in self.x0s), np.float64(h)
-        t_compile = time.perf_counter()
-        start, chunk, layout = single_run_programs(self.system, method, self.options, x0j, hj)
-        compile_s = time.perf_counter() - t_compile
         full, rem = loop.save_plan(self.n_steps, save_every)
         n_total = full + (2 if rem else 1)
+        # a run with few nodes to compute runs the short chunk (loop.SHORT_CHUNK_SAVES)
+        short = loop.is_short_run(n_total - 1 - (resume_from["nodes_done"] if resume_from is not None else 0))
+        t_compile = time.perf_counter()
+        start, chunk, layout = single_run_programs(self.system, method, self.options, x0j, hj, short)
+        compile_s = time.perf_counter() - t_compile
         if self.stream is None:
             loop.check_memory(n_total, 8 * sum(layout.sizes))
         else:
@@ -524,7 +527,8 @@ class _Run:
             nodes.release()
             raise InputError(f"the checkpoint's node arrays {sorted(nodes.names())} are not this run's "
                              f"{sorted(layout.names)}")
-        per_call = loop.nodes_per_call(loop.single_chunk_saves(sum(layout.sizes)), save_every, self.chunk_steps)
+        per_call = loop.nodes_per_call(loop.single_chunk_saves(sum(layout.sizes), short=short), save_every,
+                                       self.chunk_steps)
         stop = terminal_stop()                  # a run with a terminal event (engine.dense)
         if stop is not None:
             per_call = stop.begin(prefix, nodes_done, md.get("t0", 0.0), h, self.n_steps, per_call)

@@ -650,6 +650,47 @@ class NonholonomicSystem(StateForce, SystemKind):
             self._eval_all = jax.jit(self._values)
         return self._eval_all(q, np.float64(clock.now()[0]))
 
+    #: Margins of :meth:`_passes`: it accepts a state only with this factor to spare on each value
+    #: check of :meth:`check` (tolerances ×1/2, λ_min and σ_min ×100 above their bounds), so that
+    #: the round-off of its compiled evaluation (other than NumPy's) never accepts a state that
+    #: :meth:`check` refuses; a state nearer a bound goes through :meth:`check`'s own checks.
+    _TOLERANCE_MARGIN, _SPECTRAL_MARGIN = 0.5, 100.0
+
+    def _passes_values(self, q, v, t, tol):
+        """Whether (q, v) passes every value check of :meth:`check`, each with the margins
+        :attr:`_TOLERANCE_MARGIN` / :attr:`_SPECTRAL_MARGIN` (traceable: a bool scalar)."""
+        G, V, mu, nu, dV, phi = self._values(q, t)
+        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in (G, V, mu, nu, dV, phi)]))
+        G = jnp.where(ok, G, jnp.eye(G.shape[-1]))          # keep the LAPACK calls finite
+        mu = jnp.where(ok, mu, 1.0)
+        a, s = self._TOLERANCE_MARGIN, self._SPECTRAL_MARGIN
+        scale = jnp.maximum(1.0, jnp.max(jnp.abs(G)))
+        ok &= jnp.max(jnp.abs(G - G.T)) <= a * SYMMETRY_RTOL * scale
+        eig = jnp.linalg.eigvalsh(G)
+        ok &= eig[0] > s * DEFINITENESS_RTOL * jnp.maximum(jnp.abs(eig[-1]), 1e-300)
+        sv = jnp.linalg.svd(mu, compute_uv=False)
+        ok &= sv[-1] > s * RANK_RTOL * jnp.maximum(sv[0], 1e-300)
+        if phi.size:
+            ok &= jnp.max(jnp.abs(phi)) <= a * tol * jnp.maximum(1.0, jnp.max(jnp.abs(q)))
+        res = mu @ v - jnp.reshape(nu, (-1,))
+        return ok & (jnp.max(jnp.abs(res)) <= a * tol * jnp.maximum(1.0, jnp.max(jnp.abs(v))))
+
+    def _passes(self, q, v0, tol) -> np.ndarray | None:
+        """v0 as a float64 array when (q, v0) passes every value check of :meth:`check` with a
+        margin (:meth:`_passes_values`, one compiled call at the clock's time), else None — then
+        :meth:`check`'s own checks decide, and name what fails. The common case of a valid
+        initial state costs one compiled call instead of that and a dozen NumPy/LAPACK calls."""
+        try:
+            v = np.asarray(v0, dtype=np.float64)
+        except (TypeError, ValueError):
+            return None
+        if v.shape != q.shape or not np.isfinite(v).all():
+            return None
+        from .. import clock
+        if getattr(self, "_passes_all", None) is None:
+            self._passes_all = jax.jit(self._passes_values)
+        return v if bool(self._passes_all(q, v, np.float64(clock.now()[0]), np.float64(tol))) else None
+
     def initial_states_ok(self, q0s, v0s, *, tol: float = 1e-10):
         """Which of B initial states pass every value check of :meth:`check` (after its shape
         checks passed for one of them): a (B,) bool array, computed in one vectorised call.
@@ -766,6 +807,12 @@ class NonholonomicSystem(StateForce, SystemKind):
             if value is not None and len(value) != n:
                 raise InputError(f"{key} has {len(value)} entries but q0 has {n} coordinates; give one per coordinate")
         self._check_shapes(q)
+        if isinstance(project, bool) and v0 is not None:
+            v = self._passes(q, v0, tol)      # a valid state: nothing to project, no error to name
+            if v is not None:
+                if self.has_force:
+                    self._check_force(q, v)
+                return q, v
         # (the compiled call takes the NumPy array: an eager jnp.asarray is a dispatch per array)
         G, V, mu, nu, dV, phi = (np.asarray(x) for x in self._evaluate_all(q))
         for x, nm in ((G, "mass_matrix"), (V, "potential"), (mu, "constraint_matrix"),
