@@ -173,6 +173,29 @@ def _reversals(t, rate):
     return t[k]
 
 
+def test_energy_error_spread_tells_a_drift_from_a_bounded_oscillation():
+    """The bounded-energy check of the ``rattleback`` experiment (max |E − E₀|/E₀ over the second
+    half of the run over that of the first half ≤ SYMMETRIC_HALVES_BOUND = 1.5) on synthetic
+    energies over 1000 s: a bounded oscillation, and one whose amplitude is modulated (largest in
+    the first half, as nh-rattle-sym's is), pass; a negative control, a drift linear in t from E₀
+    (ratio 2) or beside an oscillation of a fifth of its final size (ratio 1.72), fails, and the fitted slope
+    recovers the drift to 1e-3. Also the spans: the max over [0, 100] and [0, 500] s."""
+    from dalembert.experiments.rattleback import SYMMETRIC_HALVES_BOUND, energy_error_spread
+    t = np.linspace(0.0, 1000.0, 50001)
+    ratio = lambda r: r["energy_error_second_half"] / r["energy_error_first_half"]   # noqa: E731
+    bounded = energy_error_spread(t, 2.0 * (1.0 + 0.05 * np.sin(3.0 * t)))
+    assert abs(ratio(bounded) - 1.0) <= 1e-6 and abs(bounded["energy_error_max"] - 0.05) <= 1e-6
+    assert abs(bounded["energy_error_slope"]) <= 1e-6
+    modulated = energy_error_spread(t, 2.0 * (1.0 + 0.05 * np.sin(3.0 * t) * (1.0 + np.cos(np.pi * t / 700.0))))
+    assert ratio(modulated) <= SYMMETRIC_HALVES_BOUND
+    for amp in (0.0, 0.02):
+        drift = energy_error_spread(t, 2.0 * (1.0 + 1e-4 * t + amp * np.sin(3.0 * t)))
+        assert ratio(drift) > SYMMETRIC_HALVES_BOUND, (amp, ratio(drift))
+        assert abs(drift["energy_error_slope"] / 1e-4 - 1.0) <= 1e-3
+    assert abs(drift["energy_error_max_to_100"] - (0.01 + 0.02)) <= 1e-3
+    assert abs(drift["energy_error_max_to_500"] - (0.05 + 0.02)) <= 1e-3
+
+
 @pytest.mark.full
 def test_spin_reverses_and_back_with_bounded_energy_symmetric_method():
     """nh-rattle-sym, h = 0.002, t = 30: spun with ω₃ = −5 rad/s the yaw rate changes sign near
