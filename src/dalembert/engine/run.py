@@ -217,8 +217,9 @@ def integrate(system, method="auto", *, h, t_final, t0: float = 0.0, save_every:
 
     Computation is in float64 (importing dalembert enables ``jax_enable_x64``). One compiled
     program per (system object, method, options, state shapes) serves every initial state, h,
-    t_final and save_every (its chunk is compiled in two sizes, each on first use: runs of at
-    most :data:`~dalembert.engine.loop.SHORT_CHUNK_SAVES` saved nodes have a small one); it is
+    t_final and save_every (for a small program its chunk is compiled in two sizes, each on
+    first use: runs of at most :data:`~dalembert.engine.loop.SHORT_CHUNK_SAVES` saved nodes have
+    a small one, :class:`~dalembert.engine.programs.ChunkPrograms`); it is
     kept with the system object (``dl.clear_caches()`` drops it) and on disk, for later processes (:mod:`dalembert.engine.disk_cache`; the method's step is
     traced once for all the programs that hold it).
     ``integrate`` validates its input and returns NumPy arrays, so it does not run inside
