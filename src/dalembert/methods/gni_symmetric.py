@@ -123,20 +123,27 @@ def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd, reuse=0, 
 
         ell0 = -0.5 * h * lam
         x0 = q + h * f0.solve(p - linalg.vm(ell0, M0))
-        res, J = _solve(F, jnp.concatenate([x0, ell0, ell0[:k]]), state, h, reuse, rtol=rtol, max_iter=max_iter,
+        res, kept = _solve(F, jnp.concatenate([x0, ell0, ell0[:k]]), state, h, reuse, rtol=rtol, max_iter=max_iter,
                         has_scale=True, estimate=estimate)
         x, ell, Lam = res.x[:n], res.x[n:n + r], res.x[n + r:]
         lam1 = jnp.concatenate([-(Lam + ell[:k]) / h, -(2.0 / h) * ell[k:]])
-        return _state(state, x, p_next(x, ell), lam1, J, h, res), StepInfo.of(res)
+        return _state(state, x, p_next(x, ell), lam1, kept, h, res), StepInfo.of(res)
     return step
+
+
+#: Newton matrices a state with ``jacobian_reuse`` keeps, one per step size: the stages of a
+#: symmetric composition step with a few distinct fractions of h (the triple jump two, Yoshida's
+#: order-6 composition four), and each reuses the matrix of the last stage with its own fraction
+KEPT_SLOTS = 8
 
 
 class KeptMatrixState(NamedTuple):
     """The state of ``nh-rattle-sym`` / ``gni-midpoint-sym`` with ``jacobian_reuse``: q, p (n,),
-    lam (m,) as :class:`~dalembert.methods.base.MultiplierState`; J (d, d) the Newton matrix of
-    the last step at which one was formed (d unknowns of the step), h the step size it was formed
-    with, keep (bool) whether it may be tried on the next step (False at the start and after a
-    step that did not converge)."""
+    lam (m,) as :class:`~dalembert.methods.base.MultiplierState`; J (K, d, d) the Newton matrices
+    kept (d unknowns of the step, K = :data:`KEPT_SLOTS`), h (K,) the step size each was formed
+    with, keep (K,) bool whether it may be tried (False at the start and after a step with that h
+    that did not converge), slot (int) the next slot a matrix for a new step size goes to (round
+    robin)."""
 
     q: Any
     p: Any
@@ -144,33 +151,43 @@ class KeptMatrixState(NamedTuple):
     J: Any
     h: Any
     keep: Any
+    slot: Any
 
 
 def _solve(F, u0, state, h, reuse, *, max_iter, has_scale=False, **kw):
     """The step's Newton solve from u0: full Newton (``reuse`` 0, the default: a Jacobian per
-    iteration), or simplified Newton with the matrix kept across steps (``reuse`` = k ≥ 1: the
-    state's matrix, formed with this h, tried for at most k iterations, then a fresh one at u0;
-    :func:`~dalembert.solvers.newton.newton_kept`). Returns (NewtonResult, the matrix or None)."""
+    iteration), or simplified Newton with a kept matrix (``reuse`` = k ≥ 1: the state's matrix
+    formed with this h, tried for at most k iterations, then a fresh one at u0;
+    :func:`~dalembert.solvers.newton.newton_kept`). Returns (NewtonResult, the new state's
+    (J, h, keep, slot) or None)."""
     if not reuse:
         return newton(F, u0, max_iter=max_iter, has_scale=has_scale, **kw), None
     residual = (lambda u: F(u)[0]) if has_scale else F
-    return newton_kept(F, jax.jacfwd(residual), u0, state.J, state.keep & (state.h == h), reuse,
-                       max_iter=max_iter, has_scale=has_scale, **kw)
+    h = jnp.asarray(h, state.h.dtype)
+    match = state.h == h
+    found = jnp.any(match & state.keep)
+    i = jnp.where(found, jnp.argmax(match & state.keep), state.slot)
+    res, J = newton_kept(F, jax.jacfwd(residual), u0, state.J[i], found, reuse, max_iter=max_iter,
+                         has_scale=has_scale, **kw)
+    kept = (state.J.at[i].set(J), state.h.at[i].set(h), state.keep.at[i].set(res.converged),
+            jnp.where(found, state.slot, (state.slot + 1) % state.h.shape[0]))
+    return res, kept
 
 
-def _state(state, q, p, lam, J, h, res):
-    """The new state: MultiplierState, or KeptMatrixState when the step keeps a matrix (J not None)."""
-    if J is None:
+def _state(state, q, p, lam, kept, h, res):
+    """The new state: MultiplierState, or KeptMatrixState when the step keeps matrices."""
+    if kept is None:
         return MultiplierState(q, p, lam)
-    return KeptMatrixState(q, p, lam, J, jnp.asarray(h, J.dtype), res.converged)
+    return KeptMatrixState(q, p, lam, *kept)
 
 
 def _kept_matrix_init(init, d):
-    """``init`` whose state also carries a zero (d, d) matrix not to be kept (KeptMatrixState)."""
+    """``init`` whose state also carries KEPT_SLOTS zero (d, d) matrices not to be kept."""
     def wrapped(q0, v0, h=None):
         s0 = init(q0, v0, h)
-        return KeptMatrixState(s0.q, s0.p, s0.lam, jnp.zeros((d, d), s0.p.dtype), jnp.zeros((), s0.p.dtype),
-                               jnp.array(False))
+        dt = s0.p.dtype
+        return KeptMatrixState(s0.q, s0.p, s0.lam, jnp.zeros((KEPT_SLOTS, d, d), dt), jnp.zeros(KEPT_SLOTS, dt),
+                               jnp.zeros(KEPT_SLOTS, bool), jnp.array(0, jnp.int32))
     return wrapped
 
 
@@ -206,10 +223,10 @@ def _newton_step(system, factor_fn, L_inc, rtol, max_iter, fd, reuse=0, estimate
         ell0 = -0.5 * h * lam
         u0 = jnp.concatenate([h * factor_fn(q).solve(p - linalg.vm(ell0, mu0)), ell0])
         # (F's configuration terms see q + Δq only to ulp(q): an update that stalls below ε‖q‖∞ is accepted)
-        res, J = _solve(F, u0, state, h, reuse, rtol=rtol, max_iter=max_iter, atol=_EPS * jnp.max(jnp.abs(q)),
+        res, kept = _solve(F, u0, state, h, reuse, rtol=rtol, max_iter=max_iter, atol=_EPS * jnp.max(jnp.abs(q)),
                         estimate=estimate)
         d, ell = res.x[:n], res.x[n:]
-        return _state(state, q + d, residual_and_p_next(d, ell)[1], -(2.0 / h) * ell, J, h, res), StepInfo.of(res)
+        return _state(state, q + d, residual_and_p_next(d, ell)[1], -(2.0 / h) * ell, kept, h, res), StepInfo.of(res)
     return step
 
 
@@ -227,7 +244,8 @@ class SymmetricGNI(Method):
     0, off: full Newton, a Jacobian per iteration): an int k ≥ 1 solves the step by simplified
     Newton with the matrix kept across steps — the matrix of an earlier step (same h) is tried
     first, for at most k iterations, and formed afresh at the guess when they do not converge (the
-    state then carries it, :class:`KeptMatrixState`); ``newton_estimate`` (default False): the
+    state then carries one per step size, up to :data:`KEPT_SLOTS`, so that the stages of a
+    composition each reuse their own, :class:`KeptMatrixState`); ``newton_estimate`` (default False): the
     Newton test on the estimated error θ/(1 − θ)|Δu| (:func:`~dalembert.solvers.newton.newton`,
     ``estimate``). Both: Hairer–Wanner, Solving ODEs II, §IV.8; the same roots to the Newton
     tolerance (on the IFToMM bicycle: docs/benchmarks.md).
