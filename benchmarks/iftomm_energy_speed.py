@@ -29,9 +29,9 @@ CONFIGS = {
     "per step (main)": {"node_projection": True, "jacobian_reuse": 0, "newton_estimate": False},
     "estimate": {"node_projection": True, "jacobian_reuse": 0, "newton_estimate": True},
     "reuse 6 + estimate": {"node_projection": True, "jacobian_reuse": 6, "newton_estimate": True},
-    "nh-rattle-sym (main)": ("nh-rattle-sym", {"rtol": 1e-11}),
+    "nh-rattle-sym (main)": ("nh-rattle-sym", {"rtol": 1e-11, "jacobian_reuse": 0, "newton_estimate": False}),
     "nh-rattle-sym reuse 6 + estimate": ("nh-rattle-sym", {"rtol": 1e-13, "jacobian_reuse": 6, "newton_estimate": True}),
-    "nh-rattle-4 (main)": ("nh-rattle-4", {"rtol": 1e-11}),
+    "nh-rattle-4 (main)": ("nh-rattle-4", {"rtol": 1e-14, "jacobian_reuse": 0, "newton_estimate": False}),
     "nh-rattle-4 reuse 6 + estimate": ("nh-rattle-4", {"rtol": 1e-13, "jacobian_reuse": 6, "newton_estimate": True}),
 }
 
