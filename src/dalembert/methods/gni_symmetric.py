@@ -127,13 +127,14 @@ def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd, reuse=0, 
                         has_scale=True, estimate=estimate)
         x, ell, Lam = res.x[:n], res.x[n:n + r], res.x[n + r:]
         lam1 = jnp.concatenate([-(Lam + ell[:k]) / h, -(2.0 / h) * ell[k:]])
-        return _state(state, x, p_next(x, ell), lam1, kept, h, res), StepInfo.of(res)
+        return _state(x, p_next(x, ell), lam1, kept), StepInfo.of(res)
     return step
 
 
 #: Newton matrices a state with ``jacobian_reuse`` keeps, one per step size: the stages of a
-#: symmetric composition step with a few distinct fractions of h (the triple jump two, Yoshida's
-#: order-6 composition four), and each reuses the matrix of the last stage with its own fraction
+#: symmetric composition step with a few distinct fractions of h (the triple jump two, Kahan–Li's
+#: s9odr6a five), and each reuses the matrix of the last stage with its own fraction (more
+#: fractions than slots, s17odr8a's nine, share them round robin and miss more often)
 KEPT_SLOTS = 8
 
 
@@ -174,7 +175,7 @@ def _solve(F, u0, state, h, reuse, *, max_iter, has_scale=False, **kw):
     return res, kept
 
 
-def _state(state, q, p, lam, kept, h, res):
+def _state(q, p, lam, kept):
     """The new state: MultiplierState, or KeptMatrixState when the step keeps matrices."""
     if kept is None:
         return MultiplierState(q, p, lam)
@@ -226,7 +227,7 @@ def _newton_step(system, factor_fn, L_inc, rtol, max_iter, fd, reuse=0, estimate
         res, kept = _solve(F, u0, state, h, reuse, rtol=rtol, max_iter=max_iter, atol=_EPS * jnp.max(jnp.abs(q)),
                         estimate=estimate)
         d, ell = res.x[:n], res.x[n:]
-        return _state(state, q + d, residual_and_p_next(d, ell)[1], -(2.0 / h) * ell, kept, h, res), StepInfo.of(res)
+        return _state(q + d, residual_and_p_next(d, ell)[1], -(2.0 / h) * ell, kept), StepInfo.of(res)
     return step
 
 
