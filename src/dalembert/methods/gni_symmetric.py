@@ -39,14 +39,15 @@ Newton guess, not as part of the map).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from .. import linalg
 from ..declarations import Claim, Feature, Invariant
-from ..solvers.newton import _EPS, MAX_ITER, RTOL, newton
+from ..errors import InputError
+from ..solvers.newton import _EPS, MAX_ITER, RTOL, newton, newton_kept
 from . import discrete_lagrangians as dls
 from .gni import net_gradient
 from .base import (Method, MultiplierState, Scheme, StepInfo, Traits, compensated_add, holonomic_claim, StepRoundoff,
@@ -86,13 +87,14 @@ def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
     return step
 
 
-def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
+def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd, reuse=0, estimate=False):
     """With configuration constraints φ(q) = 0 (k rows; ``constraint_matrix`` is (Φ; μ)): RATTLE for
     φ beside the one-impulse form for μ — the left node's impulse is (Λ_k, ℓ), the right node's
     (Λ'_k, ℓ), with φ(q_{k+1}) = 0 and (Φ; μ)(q_{k+1}) G⁻¹p_{k+1} = (0; ν): Newton on
     (q_{k+1}, (Λ'_k, ℓ), Λ_k), n + m + 2k unknowns (Marsden–West 2001 §3.5; Hairer–Lubich–Wanner
     VII.1 for RATTLE). Self-adjoint: stepping back with −h exchanges Λ and Λ'. The reported
-    multiplier is −(2/h)ℓ for the rolling rows and −(Λ + Λ')/h for the configuration rows."""
+    multiplier is −(2/h)ℓ for the rolling rows and −(Λ + Λ')/h for the configuration rows.
+    ``reuse`` k ≥ 1: simplified Newton with the matrix kept across steps (:func:`_solve`)."""
     D1 = jax.grad(L_d, argnums=0)
     D2 = jax.grad(L_d, argnums=1)
 
@@ -121,14 +123,76 @@ def _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd):
 
         ell0 = -0.5 * h * lam
         x0 = q + h * f0.solve(p - linalg.vm(ell0, M0))
-        res = newton(F, jnp.concatenate([x0, ell0, ell0[:k]]), rtol=rtol, max_iter=max_iter, has_scale=True)
+        res, kept = _solve(F, jnp.concatenate([x0, ell0, ell0[:k]]), state, h, reuse, rtol=rtol, max_iter=max_iter,
+                        has_scale=True, estimate=estimate)
         x, ell, Lam = res.x[:n], res.x[n:n + r], res.x[n + r:]
         lam1 = jnp.concatenate([-(Lam + ell[:k]) / h, -(2.0 / h) * ell[k:]])
-        return MultiplierState(x, p_next(x, ell), lam1), StepInfo.of(res)
+        return _state(x, p_next(x, ell), lam1, kept), StepInfo.of(res)
     return step
 
 
-def _newton_step(system, factor_fn, L_inc, rtol, max_iter, fd):
+#: Newton matrices a state with ``jacobian_reuse`` keeps, one per step size: the stages of a
+#: symmetric composition step with a few distinct fractions of h (the triple jump two, Kahan–Li's
+#: s9odr6a five), and each reuses the matrix of the last stage with its own fraction (more
+#: fractions than slots, s17odr8a's nine, share them round robin and miss more often)
+KEPT_SLOTS = 8
+
+
+class KeptMatrixState(NamedTuple):
+    """The state of ``nh-rattle-sym`` / ``gni-midpoint-sym`` with ``jacobian_reuse``: q, p (n,),
+    lam (m,) as :class:`~dalembert.methods.base.MultiplierState`; J (K, d, d) the Newton matrices
+    kept (d unknowns of the step, K = :data:`KEPT_SLOTS`), h (K,) the step size each was formed
+    with, keep (K,) bool whether it may be tried (False at the start and after a step with that h
+    that did not converge), slot (int) the next slot a matrix for a new step size goes to (round
+    robin)."""
+
+    q: Any
+    p: Any
+    lam: Any
+    J: Any
+    h: Any
+    keep: Any
+    slot: Any
+
+
+def _solve(F, u0, state, h, reuse, *, max_iter, has_scale=False, **kw):
+    """The step's Newton solve from u0: full Newton (``reuse`` 0, the default: a Jacobian per
+    iteration), or simplified Newton with a kept matrix (``reuse`` = k ≥ 1: the state's matrix
+    formed with this h, tried for at most k iterations, then a fresh one at u0;
+    :func:`~dalembert.solvers.newton.newton_kept`). Returns (NewtonResult, the new state's
+    (J, h, keep, slot) or None)."""
+    if not reuse:
+        return newton(F, u0, max_iter=max_iter, has_scale=has_scale, **kw), None
+    residual = (lambda u: F(u)[0]) if has_scale else F
+    h = jnp.asarray(h, state.h.dtype)
+    match = state.h == h
+    found = jnp.any(match & state.keep)
+    i = jnp.where(found, jnp.argmax(match & state.keep), state.slot)
+    res, J = newton_kept(F, jax.jacfwd(residual), u0, state.J[i], found, reuse, max_iter=max_iter,
+                         has_scale=has_scale, **kw)
+    kept = (state.J.at[i].set(J), state.h.at[i].set(h), state.keep.at[i].set(res.converged),
+            jnp.where(found, state.slot, (state.slot + 1) % state.h.shape[0]))
+    return res, kept
+
+
+def _state(q, p, lam, kept):
+    """The new state: MultiplierState, or KeptMatrixState when the step keeps matrices."""
+    if kept is None:
+        return MultiplierState(q, p, lam)
+    return KeptMatrixState(q, p, lam, *kept)
+
+
+def _kept_matrix_init(init, d):
+    """``init`` whose state also carries KEPT_SLOTS zero (d, d) matrices not to be kept."""
+    def wrapped(q0, v0, h=None):
+        s0 = init(q0, v0, h)
+        dt = s0.p.dtype
+        return KeptMatrixState(s0.q, s0.p, s0.lam, jnp.zeros((KEPT_SLOTS, d, d), dt), jnp.zeros(KEPT_SLOTS, dt),
+                               jnp.zeros(KEPT_SLOTS, bool), jnp.array(0, jnp.int32))
+    return wrapped
+
+
+def _newton_step(system, factor_fn, L_inc, rtol, max_iter, fd, reuse=0, estimate=False):
     """Any G(q) and L_d: Newton on (Δq, ℓ), Δq = q_{k+1} − q_k, with the rule in its increment
     form L_inc(q, Δq, h) = L_d(q, q + Δq, h) (:func:`~dalembert.methods.discrete_lagrangians.increment_form`)
     and ``fd(q, Δq, h)`` the discrete forces in the same form: D1 L_d = ∂_q L_inc − ∂_Δq L_inc,
@@ -160,9 +224,10 @@ def _newton_step(system, factor_fn, L_inc, rtol, max_iter, fd):
         ell0 = -0.5 * h * lam
         u0 = jnp.concatenate([h * factor_fn(q).solve(p - linalg.vm(ell0, mu0)), ell0])
         # (F's configuration terms see q + Δq only to ulp(q): an update that stalls below ε‖q‖∞ is accepted)
-        res = newton(F, u0, rtol=rtol, max_iter=max_iter, atol=_EPS * jnp.max(jnp.abs(q)))
+        res, kept = _solve(F, u0, state, h, reuse, rtol=rtol, max_iter=max_iter, atol=_EPS * jnp.max(jnp.abs(q)),
+                        estimate=estimate)
         d, ell = res.x[:n], res.x[n:]
-        return MultiplierState(q + d, residual_and_p_next(d, ell)[1], -(2.0 / h) * ell), StepInfo.of(res)
+        return _state(q + d, residual_and_p_next(d, ell)[1], -(2.0 / h) * ell, kept), StepInfo.of(res)
     return step
 
 
@@ -176,26 +241,47 @@ class SymmetricGNI(Method):
     the guess from the last step's multiplier — cheaper than a full iteration, same tolerance;
     False: a full Newton iteration), ``compensated`` (default True: on the kick–drift–kick path,
     the increments of q and p are summed by Kahan's method, :func:`~dalembert.methods.base.kahan_add`).
+    On the Newton paths (a q-dependent G, configuration constraints): ``jacobian_reuse`` (default
+    0, off: full Newton, a Jacobian per iteration): an int k ≥ 1 solves the step by simplified
+    Newton with the matrix kept across steps — the matrix of an earlier step (same h) is tried
+    first, for at most k iterations, and formed afresh at the guess when they do not converge (the
+    state then carries one per step size, up to :data:`KEPT_SLOTS`, so that the stages of a
+    composition each reuse their own, :class:`KeptMatrixState`); ``newton_estimate`` (default False): the
+    Newton test on the estimated error θ/(1 − θ)|Δu| (:func:`~dalembert.solvers.newton.newton`,
+    ``estimate``). Both: Hairer–Wanner, Solving ODEs II, §IV.8; the same roots to the Newton
+    tolerance (on the IFToMM bicycle: docs/benchmarks.md).
     """
 
     discrete_lagrangian: Any = None
 
     def build(self, system, q0, *, fast_path: bool = True, rtol: float = RTOL,
-              max_iter: int = MAX_ITER, simplified: bool = True, compensated: bool = True) -> Scheme:
+              max_iter: int = MAX_ITER, simplified: bool = True, compensated: bool = True,
+              jacobian_reuse: int = 0, newton_estimate: bool = False) -> Scheme:
+        if not (isinstance(jacobian_reuse, int) and 0 <= jacobian_reuse <= max_iter):
+            raise InputError(f"jacobian_reuse must be an int from 0 (off) to max_iter = {max_iter}; "
+                             f"got {jacobian_reuse!r}")
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
         fd = dls.discrete_forces(self.discrete_lagrangian, system)
         factor_fn = system.factor_metric
         init = multiplier_init(system)
         velocity_force = system.has_force and system.force_depends_on_velocity(q0, jnp.zeros_like(q0))
+        q0 = jnp.asarray(q0)
+        n, m = q0.shape[0], system.constraint_matrix(q0).shape[0]
         if system.has_holonomic:
-            step = _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd)
+            step = _holonomic_newton_step(system, factor_fn, L_d, rtol, max_iter, fd, jacobian_reuse, newton_estimate)
+            d = n + m + system.holonomic(q0).shape[0]
         elif fast_path and a is not None and system.constant_metric(q0) and not velocity_force:
             step = _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified)
             if compensated:
                 init = with_compensation(init)
+            d = 0     # (one m × m solve per step: nothing to keep)
         else:
             step = _newton_step(system, factor_fn, dls.increment_form(self.discrete_lagrangian, system), rtol,
-                                max_iter, dls.discrete_forces(self.discrete_lagrangian, system, increment=True))
+                                max_iter, dls.discrete_forces(self.discrete_lagrangian, system, increment=True),
+                                jacobian_reuse, newton_estimate)
+            d = n + m
+        if jacobian_reuse and d:
+            init = _kept_matrix_init(init, d)
         return Scheme(init, step, multiplier_observe(factor_fn))
 
 

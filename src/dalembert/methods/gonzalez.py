@@ -43,7 +43,7 @@ import jax.numpy as jnp
 from .. import linalg
 from ..declarations import Claim, Feature, Invariant
 from ..errors import InputError
-from ..solvers.newton import MAX_ITER, RTOL, newton
+from ..solvers.newton import MAX_ITER, RTOL, newton, newton_kept
 from ..solvers import newton_module as newton_mod
 from ..systems.almost_poisson import DEGENERACY_TOL
 from ..systems.reduction import HouseholderFrame, reduced_form
@@ -125,13 +125,13 @@ class GonzalezF(Method):
             u0 = _predictor(system, state.q + h * g0[n:], state.p - h * g0[:n], r)
             # the Gonzalez quotients' round-off grows like ε|H|/|Δz|: with configuration
             # constraints a componentwise test
-            kw = dict(rtol=rtol, simplified=True, estimate=newton_estimate,
-                      **({"has_scale": True} if k else {}))
+            kw = dict(rtol=rtol, estimate=newton_estimate, **({"has_scale": True} if k else {}))
             Fn = F_scaled if k else F
             if not jacobian_reuse:
-                res = newton(Fn, u0, jacobian=jac(F), max_iter=max_iter, **kw)
+                res = newton(Fn, u0, jacobian=jac(F), max_iter=max_iter, simplified=True, **kw)
             else:
-                res, J = _reusing_solve(Fn, jac(F), u0, state, h, jacobian_reuse, max_iter, kw)
+                res, J = newton_kept(Fn, jac(F), u0, state.J, state.keep & (state.h == h), jacobian_reuse,
+                                     max_iter=max_iter, **kw)
             q1, p1 = res.x[:n], res.x[n:2 * n]
             if node_projection:
                 p1 = _energy_preserving_projection(system, q1, p1)
@@ -163,36 +163,6 @@ class GonzalezFState(NamedTuple):
     J: Any
     h: Any
     keep: Any
-
-
-def _reusing_solve(F, jacobian, u0, state, h, reuse_iter, max_iter, kw):
-    """Simplified Newton for the step's unknowns from u0 with the Newton matrix kept across
-    steps: the matrix of an earlier step (``state.J``, when ``state.keep`` and it was formed with
-    this h) is tried first, for at most ``reuse_iter`` iterations; if that does not converge, the
-    matrix is formed afresh at u0 and the solve restarts from u0 with ``max_iter`` iterations
-    (Hairer–Wanner, Solving ODEs II, §IV.8: the Jacobian of simplified Newton kept over steps,
-    recomputed when the iteration does not converge fast enough). The root and its test are those
-    of the solve with a fresh matrix; the cost is one matrix per refresh instead of one per step.
-    Returns (NewtonResult with the iterations of both attempts, the matrix used last)."""
-    can = state.keep & (state.h == h)
-
-    def attempt(c):
-        tries, _, J_prev, its = c
-        old = (tries == 0) & can
-        J = jax.lax.cond(old, lambda: J_prev, lambda: jax.lax.stop_gradient(jacobian(u0)))
-        res = newton(F, u0, jacobian=lambda _: J, max_iter=jnp.where(old, reuse_iter, max_iter), **kw)
-        return tries + 1 + jnp.where(old, 0, 1), res, J, its + res.iterations
-
-    def body(c, _):   # at most two attempts (a scan, not a while loop: reverse mode goes through)
-        done = (c[0] >= 2) | c[1].converged
-        return jax.lax.cond(done, lambda c: c, attempt, c), None
-
-    z = jnp.zeros_like(u0)
-    none = newton_mod.NewtonResult(z, jnp.array(False), jnp.array(0, jnp.int32),
-                                   jnp.array(newton_mod.FAILED, jnp.int32))
-    (_, res, J, its), _ = jax.lax.scan(body, (jnp.array(0), none, state.J, jnp.array(0, jnp.int32)),
-                                       None, length=2)
-    return res._replace(iterations=its), J
 
 
 def _predictor(system, q1, p1, r):

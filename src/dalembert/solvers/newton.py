@@ -251,3 +251,35 @@ def _tangent_solve(g, y):
     matrix formed column by column and the transposable solve of :func:`linalg.tangent_solve`."""
     J = jax.jacfwd(g)(y)
     return linalg.tangent_solve(J, y)
+
+
+def newton_kept(F: Callable, jacobian: Callable, x0, J_prev, may_keep, reuse_iter, *, max_iter: int = MAX_ITER,
+                **kw) -> tuple:
+    """Simplified Newton for F(x) = 0 from x0 with the Newton matrix kept across steps: the
+    matrix ``J_prev`` (d, d) of an earlier step is tried first (when ``may_keep``, a bool scalar:
+    e.g. it was formed with this step size and its step converged), for at most ``reuse_iter``
+    iterations; if that does not converge, the matrix is formed afresh at x0 by ``jacobian``
+    ((d,) -> (d, d)) and the solve restarts from x0 with ``max_iter`` iterations (Hairer–Wanner,
+    Solving ODEs II, §IV.8: the Jacobian of simplified Newton kept over steps, recomputed when the
+    iteration does not converge fast enough). ``kw``: the other options of :func:`newton` (rtol,
+    has_scale, estimate, atol). The root and its test are those of the solve with a fresh matrix;
+    the cost is one matrix per refresh instead of one per step. Jit-, vmap- and reverse-mode-able
+    (the two attempts are a ``lax.scan``, not a while loop).
+
+    Returns (NewtonResult with the iterations of both attempts, the matrix used last (d, d)).
+    """
+    def attempt(c):
+        tries, _, J_old, its = c
+        old = (tries == 0) & may_keep
+        J = lax.cond(old, lambda: J_old, lambda: lax.stop_gradient(jacobian(x0)))
+        res = newton(F, x0, jacobian=lambda _: J, max_iter=jnp.where(old, reuse_iter, max_iter),
+                     simplified=True, **kw)
+        return tries + 1 + jnp.where(old, 0, 1), res, J, its + res.iterations
+
+    def body(c, _):   # at most two attempts
+        done = (c[0] >= 2) | c[1].converged
+        return lax.cond(done, lambda c: c, attempt, c), None
+
+    none = NewtonResult(jnp.zeros_like(x0), jnp.array(False), jnp.array(0, jnp.int32), jnp.array(FAILED, jnp.int32))
+    (_, res, J, its), _ = lax.scan(body, (jnp.array(0), none, J_prev, jnp.array(0, jnp.int32)), None, length=2)
+    return res._replace(iterations=its), J
