@@ -138,31 +138,65 @@ def _newton_step(system, factor_fn, L_inc, rtol, max_iter, fd):
     10⁵ rad: the energy drifted 1e-6 relative in 50 s; docs/long_runs.md). Newton's test is
     rtol (1 + ‖(Δq, ℓ)‖∞), or updates that stopped contracting below ε‖q‖∞ (about q's ulp, where
     F's configuration terms stall; solved for q_{k+1} the test was rtol (1 + ‖q_{k+1}‖∞), 1e-9 at
-    10⁵ rad, and the last update's remainder drifted the energy 1e-8 in 50 s at h = 0.005)."""
-    grads = jax.grad(L_inc, argnums=(0, 1))      # (∂_q, ∂_Δq) L_inc from one reverse pass
+    10⁵ rad, and the last update's remainder drifted the energy 1e-8 in 50 s at h = 0.005).
 
+    The new momentum is kept as an increment too: adding the two momentum equations,
+    p_{k+1} = p_k + Δp with Δp = D1 L_d + D2 L_d + f_d⁻ + f_d⁺ − (μ(q_k) + μ(q_{k+1}))ᵀℓ
+    = ∂_q L_inc + f_d⁻ + f_d⁺ − (μ(q_k) + μ(q_{k+1}))ᵀℓ (the same map), whose rounding is ε
+    times the size of Δp's terms (O(h) forces) instead of ε|p_{k+1}|; the rounding of
+    D2 L_d − μ(q_{k+1})ᵀℓ, the same every step where the motion repeats itself in a rotating frame
+    (Euler's disk in its relative equilibrium), drifted the tilt α linearly, 1.5e-15 rad per
+    step (docs/long_runs.md). When the state carries compensations (``compensated``, the default)
+    q_k + Δq and p_k + Δp are Kahan sums, and the node constraint is solved at the summed
+    (q_{k+1}, p_{k+1}), the one the state keeps."""
     def step(state, h):
-        q, p, lam = state.q, state.p, state.lam
+        q, p, lam, c = state
+        cq0, cp0 = (None, None) if c is None else c
         n = q.shape[0]
         mu0 = system.constraint_matrix(q)
 
-        def residual_and_p_next(d, ell):
-            x = q + d
-            gq, gd = grads(q, d, h)
-            fm, fp = fd(q, d, h)
-            p1 = gd + fp - linalg.vm(ell, system.constraint_matrix(x))
-            return jnp.concatenate([gd - gq - fm - p + linalg.vm(ell, mu0),
-                                    _constraint(system, factor_fn(x), x, p1, h)]), p1
+        def node(q0, d, x_fixed):
+            """(q_{k+1}, c_q'): the right node the state keeps, q0 + Δq (a Kahan sum with the
+            compensation), or ``x_fixed`` with the compensation of its offset from q0 + Δq − c_q
+            (its value, with the derivatives of q0 + Δq)"""
+            if c is None:
+                return q0 + d, None
+            y = d - cq0
+            t = q0 + y
+            if x_fixed is not None:
+                t = x_fixed + (t - jax.lax.stop_gradient(t))
+            return t, (t - q0) - y
 
-        def F(u):
-            return residual_and_p_next(u[:n], u[n:])[0]
+        def residual_and_next(d, ell, x_fixed=None):
+            x, cq = node(q, d, x_fixed)
+            # (∂_q, ∂_Δq) L_inc from one reverse pass, the right node moving with q0 and Δq
+            gq, gd = jax.grad(lambda q0, dd: L_inc(q0, dd, h, None if c is None else node(q0, dd, x_fixed)[0]),
+                              argnums=(0, 1))(q, d)
+            fm, fp = fd(q, d, h, None if c is None else x)
+            dp = gq + fm + fp - linalg.vm(ell, mu0 + system.constraint_matrix(x))
+            p1, cp = compensated_add(p, dp, cp0)
+            return jnp.concatenate([gd - gq - fm - p + linalg.vm(ell, mu0),
+                                    _constraint(system, factor_fn(x), x, p1, h)]), (x, p1, cq, cp)
 
         ell0 = -0.5 * h * lam
         u0 = jnp.concatenate([h * factor_fn(q).solve(p - linalg.vm(ell0, mu0)), ell0])
         # (F's configuration terms see q + Δq only to ulp(q): an update that stalls below ε‖q‖∞ is accepted)
-        res = newton(F, u0, rtol=rtol, max_iter=max_iter, atol=_EPS * jnp.max(jnp.abs(q)))
-        d, ell = res.x[:n], res.x[n:]
-        return MultiplierState(q + d, residual_and_p_next(d, ell)[1], -(2.0 / h) * ell), StepInfo.of(res)
+        res = newton(lambda u: residual_and_next(u[:n], u[n:])[0], u0, rtol=rtol, max_iter=max_iter,
+                     atol=_EPS * jnp.max(jnp.abs(q)))
+        if c is not None:
+            # the node where that iteration stalled, held: Newton on Δq at the kept node converges
+            # (a constant: the step's derivatives are those of the moving node, by the implicit function theorem)
+            x_fixed = jax.lax.stop_gradient(node(q, res.x[:n], None)[0])
+            res2 = newton(lambda u: residual_and_next(u[:n], u[n:], x_fixed)[0], res.x, rtol=rtol,
+                          max_iter=max_iter)
+            res = res2._replace(converged=res.converged & res2.converged, iterations=res.iterations + res2.iterations,
+                                cause=jnp.where(res.converged, res2.cause, res.cause))
+        else:
+            x_fixed = None
+        ell = res.x[n:]
+        x, p1, cq, cp = residual_and_next(res.x[:n], ell, x_fixed)[1]
+        return (MultiplierState(x, p1, -(2.0 / h) * ell, None if c is None else (cq, cp)),
+                StepInfo.of(res))
     return step
 
 
@@ -196,6 +230,8 @@ class SymmetricGNI(Method):
         else:
             step = _newton_step(system, factor_fn, dls.increment_form(self.discrete_lagrangian, system), rtol,
                                 max_iter, dls.discrete_forces(self.discrete_lagrangian, system, increment=True))
+            if compensated:
+                init = with_compensation(init)
         return Scheme(init, step, multiplier_observe(factor_fn))
 
 
