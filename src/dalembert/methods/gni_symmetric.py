@@ -208,8 +208,11 @@ class SymmetricGNI(Method):
     L_d has a potential weight, e.g. L_d^SV), ``rtol``, ``max_iter`` (Newton), ``simplified``
     (default True: on the kick–drift–kick path, the m × m Jacobian is evaluated once per step, at
     the guess from the last step's multiplier — cheaper than a full iteration, same tolerance;
-    False: a full Newton iteration), ``compensated`` (default True: on the kick–drift–kick path,
-    the increments of q and p are summed by Kahan's method, :func:`~dalembert.methods.base.kahan_add`).
+    False: a full Newton iteration), ``compensated`` (default True: the increments of q and p are
+    summed by Kahan's method, :func:`~dalembert.methods.base.kahan_add`, on the kick–drift–kick
+    path and on the Newton path for any G(q), which then also finishes Newton at the kept node:
+    Euler's disk over 10⁴ s, α drifts 5.2e-11 rad, 2.3e-7 before these sums, docs/long_runs.md;
+    the configuration-constraint path sums plainly).
     """
 
     discrete_lagrangian: Any = None
