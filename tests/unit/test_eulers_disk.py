@@ -101,7 +101,7 @@ def _kept(T, h, save_every=1):
     Om_h = discrete_relative_equilibrium(model, "nh-rattle-4", h)
     v0 = tilting_disk.initial_velocity(model.system, model.q0, Om_h, 0.0, -Om_h * np.sin(model.q0[1]))
     tr = dl.integrate(model.system, "nh-rattle-4", q0=model.q0, v0=v0, h=h, t_final=T, progress=False,
-                      save_every=save_every)
+                      save_every=save_every, **model.options_for("nh-rattle-4"))   # compensated_newton=True
     alpha, Om = ed.tilt(tr.q), ed.precession_rate(tr.v)
     return (abs(Om_h / model.v0[0] - 1.0), np.max(np.abs(alpha - alpha[0])), abs(drift(alpha)),
             abs(drift(Om)) / Om[0])
@@ -111,8 +111,9 @@ def test_relative_equilibrium_kept_with_angles_at_a_million_radians():
     """nh-rattle-sym, h = 0.002, T = 1 s from its own relative equilibrium Ω_h, ψ and φ started at
     2π·159155 ≈ 10⁶ rad (ulp 1.2e-10; the same motion: α and Ω do not depend on ψ, φ). The step
     solves for Δq = q_{k+1} − q_k, so the discrete velocity carries no rounding of q (docs/long_runs.md).
-    Measured: max |E − E₀|/E₀ 1.8e-12, α's excursion 1.9e-11 rad (7.9e-8 and 1.8e-8 when the step
-    solved for q_{k+1}: the negative control; 3.9e-13 and 8.8e-13 from ψ = φ = 0)."""
+    Measured: max |E − E₀|/E₀ 9.5e-14, α's excursion 7.1e-13 rad with ``compensated_newton``
+    (1.8e-12 and 1.9e-11 without, the method's default, which this test runs; 7.9e-8 and 1.8e-8 when it solved for q_{k+1}: the negative
+    control; 7.2e-14 and 7.0e-13 from ψ = φ = 0)."""
     from dalembert.experiments.eulers_disk import discrete_relative_equilibrium
     model, h = _model(), 0.002
     Om_h = discrete_relative_equilibrium(model, "nh-rattle-sym", h)
@@ -125,24 +126,50 @@ def test_relative_equilibrium_kept_with_angles_at_a_million_radians():
     assert np.max(np.abs(alpha - alpha[0])) <= 2e-10
 
 
+@pytest.mark.full  # 30 s CPU in a fresh process (two compilations; load 7–10 on 2 cores): over CI's budget
+def test_compensated_increments_keep_the_tilt_with_angles_at_150000_radians():
+    """nh-rattle-sym, h = 0.005, T = 4 s from its own relative equilibrium, ψ and φ started at
+    1.5·10⁵ rad (ulp 2.9e-11). The step's equations see the new node q_k + Δq only to that ulp,
+    so Newton stalls there; with ``compensated_newton`` (the model's default option) q and p are
+    kept as Kahan sums and Newton is finished at the kept node. Measured max |α − α0|: 2.8e-13
+    rad, and 1.1e-11 without (the negative control: the stalled iterates move the tilt)."""
+    from dalembert.experiments.eulers_disk import discrete_relative_equilibrium
+    model, h = _model(), 0.005
+    Om_h = discrete_relative_equilibrium(model, "nh-rattle-sym", h)
+    q0 = np.array(model.q0, dtype=float)
+    q0[[0, 2]] += 1.5e5
+    v0 = tilting_disk.initial_velocity(model.system, q0, Om_h, 0.0, -Om_h * np.sin(model.q0[1]))
+    exc = {}
+    for comp in (True, False):
+        tr = dl.integrate(model.system, "nh-rattle-sym", q0=q0, v0=v0, h=h, t_final=4.0, progress=False,
+                          compensated_newton=comp)
+        alpha = ed.tilt(tr.q)
+        exc[comp] = np.max(np.abs(alpha - alpha[0]))
+    assert exc[True] <= 2e-12, exc
+    assert exc[False] >= 4e-12, exc
+
+
 @pytest.mark.full  # CI budget (2026-12-07): in the full suite
 def test_relative_equilibrium_kept_briefly():
     """nh-rattle-4, h = 0.002, T = 10 s from its own relative equilibrium Ω_h (measured Ω_h/Ω − 1 =
-    1.25e-4): α's excursion and the drift of α and Ω stay small (measured 1.1e-12, 7.0e-13 rad,
-    7.4e-13 relative at T = 10 s; 1.3e-10, 7.6e-11, 4.0e-10 before the step solved for Δq); from
-    the continuous Ω the nutation would be 4.6e-5 rad."""
+    1.25e-4): α's excursion and the drift of α and Ω stay small (measured 1.9e-14, 5.6e-16 rad,
+    2.2e-16 relative at T = 10 s; 1.1e-12, 7.0e-13, 7.4e-13 before the D* step kept q and p as
+    compensated increments; 1.3e-10, 7.6e-11, 4.0e-10 before it solved for Δq); from the
+    continuous Ω the nutation would be 4.6e-5 rad."""
     dOm, exc, da, dO = _kept(10.0, 0.002)
     assert dOm <= 1e-3 and exc <= 1e-8 and da <= 1e-8 and dO <= 1e-8
 
 
 @pytest.mark.full
 def test_relative_equilibrium_kept_for_ten_thousand_seconds():
-    """nh-rattle-4, h = 0.005, T = 10⁴ s (2·10⁶ steps, 268 s CPU) from its own relative equilibrium:
-    measured excursion of α 1.7e-7 rad, drift of α 1.1e-7 rad and of Ω 1.1e-7 relative, most of it
-    after t = 5000 s (α − α0 = −2.3e-9 there) as ψ and φ pass 10⁵ rad. Before the step solved for
-    Δq = q_{k+1} − q_k (docs/long_runs.md): 1.1e-6, 9.6e-7, 2.7e-6."""
+    """nh-rattle-4, h = 0.005, T = 10⁴ s (2·10⁶ steps, 268 s CPU at load 11 on 2 cores) from its own
+    relative equilibrium: measured excursion of α 8.5e-11 rad, drift of α 5.2e-11 rad and of Ω
+    5.2e-11 relative (bounds ≈ 6× these), most of it where ψ passes 2¹⁷ rad (ulp 2.9e-11). Before
+    the step kept q and p as compensated increments and finished Newton at the kept node
+    (docs/long_runs.md): 3.0e-7, 2.3e-7, 2.3e-7, from t = 4000 s on (ψ past 2¹⁶ rad); before it
+    solved for Δq = q_{k+1} − q_k: 1.1e-6, 9.6e-7, 2.7e-6."""
     dOm, exc, da, dO = _kept(1.0e4, 0.005, save_every=10)
-    assert exc <= 1e-6 and da <= 1e-6 and dO <= 1e-6
+    assert exc <= 5e-10 and da <= 3e-10 and dO <= 3e-10
 
 
 @pytest.mark.full
@@ -186,3 +213,11 @@ def test_air_layer_force_power_is_moffatts_dissipation():
     assert np.isclose(f @ model.v0, -phi, rtol=1e-14)
     assert np.isclose(phi, np.pi * 1.8e-5 * 0.25 * 9.81 / (0.05 * np.sin(0.05)), rtol=1e-12)
     assert model.exact_solution is None and model.system.has_force
+
+
+def test_compensated_newton_and_kept_matrices_are_not_taken_together():
+    """The two Newton options exclude each other: one line that says so (no compile)."""
+    model = _model()
+    with pytest.raises(dl.InputError, match="compensated_newton"):
+        dl.methods.get("nh-rattle-sym").build(model.system, np.asarray(model.q0), compensated_newton=True,
+                                              jacobian_reuse=4)

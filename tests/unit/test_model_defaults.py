@@ -79,13 +79,11 @@ def test_default_run_is_stable_and_follows_the_solution(name):
 def test_default_options_are_build_options_of_the_default_method(name):
     """A model's default_options name keyword options of its default method's build (a typo would
     only fail at the first run), and are given to that method alone (Model.options_for)."""
-    import inspect
     mdl = dl.models.get(name)
     if mdl.default_method == "auto":
         assert mdl.default_options == {}
         return
-    build = inspect.signature(dl.methods.get(mdl.default_method).build).parameters
-    keyword = {k for k, p in build.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    keyword = set(dl.methods.get(mdl.default_method).options() or {})   # (a composition: its stages')
     assert set(mdl.default_options) <= keyword, (name, mdl.default_options, keyword)
     assert mdl.options_for(mdl.default_method) == mdl.default_options
     assert mdl.options_for(dl.methods.get(mdl.default_method)) == mdl.default_options

@@ -35,8 +35,10 @@ class DiscreteLagrangian:
         ``−D1 L_d = G Δq/h + a h ∇V(q0)`` (A: 1, B: 0, Störmer–Verlet: ½); None if the rule has
         no explicit fast path (midpoint).
     symmetric : L_d(q0, q1, h) = L_d(q1, q0, −h).
-    build_increment : system -> L_inc(q0, Δq, h) = L_d(q0, q0 + Δq, h), the rule written with the
-        increment Δq = q1 − q0 as its argument (:func:`increment_form`); None: from ``build``.
+    build_increment : system -> L_inc(q0, Δq, h, q1=None) = L_d(q0, q0 + Δq, h), the rule written
+        with the increment Δq = q1 − q0 as its argument (:func:`increment_form`); ``q1``: the right
+        node where the caller keeps it (a compensated sum, equal to q0 + Δq to round-off), else
+        q0 + Δq; None: from ``build``.
     """
 
     name: str
@@ -65,17 +67,25 @@ def _potential(system, q, dt):
 # Each rule is written in its increment form L_inc(q0, Δq, h) = L_d(q0, q0 + Δq, h): the
 # discrete velocity Δq/h is then the step's own unknown, never the difference of two large
 # coordinates (an angle of 10⁵ rad holds Δq only to its ulp, 1.5e-11: the velocity's error
-# ulp/h biased the momentum step after step, :func:`increment_form`).
+# ulp/h biased the momentum step after step, :func:`increment_form`). The right node is q0 + Δq
+# unless the caller passes the one it keeps (``q1``, a compensated sum): the metric and the
+# potential are then evaluated at the nodes the state holds, whose difference q1 − q0 is Δq to
+# a rounding that telescopes over the steps (q0 + Δq rounds by the same amount at every step
+# where Δq is nearly constant).
+
+def _right(q0, dq, q1):
+    return q0 + dq if q1 is None else q1
+
 
 def _euler_a_inc(system):
-    def L_inc(q0, dq, h):
+    def L_inc(q0, dq, h, q1=None):
         return _kinetic(system, q0, dq, h) - h * _potential(system, q0, 0.0)
     return L_inc
 
 
 def _euler_b_inc(system):
-    def L_inc(q0, dq, h):
-        q1 = q0 + dq
+    def L_inc(q0, dq, h, q1=None):
+        q1 = _right(q0, dq, q1)
         return _kinetic(system, q1, dq, h) - h * _potential(system, q1, h)
     return L_inc
 
@@ -83,14 +93,14 @@ def _euler_b_inc(system):
 def _stormer_verlet_inc(system):
     a, b = _euler_a_inc(system), _euler_b_inc(system)
 
-    def L_inc(q0, dq, h):
-        return 0.5 * (a(q0, dq, h) + b(q0, dq, h))
+    def L_inc(q0, dq, h, q1=None):
+        return 0.5 * (a(q0, dq, h) + b(q0, dq, h, q1))
     return L_inc
 
 
 def _midpoint_inc(system):
-    def L_inc(q0, dq, h):
-        qm = q0 + 0.5 * dq
+    def L_inc(q0, dq, h, q1=None):
+        qm = q0 + 0.5 * (dq if q1 is None else q1 - q0)
         return _kinetic(system, qm, dq, h) - h * _potential(system, qm, 0.5 * h)
     return L_inc
 
@@ -130,15 +140,17 @@ def resolve(discrete_lagrangian, system):
 
 
 def increment_form(discrete_lagrangian, system):
-    """``L_inc(q0, Δq, h)`` = L_d(q0, q0 + Δq, h): the discrete Lagrangian with the step's increment
-    as its argument, so that a step solved for Δq (rather than q1) computes the discrete velocity
-    Δq/h without the difference q1 − q0 of two large coordinates (whose rounding, ulp(q)/h, is
-    biased when Δq is nearly the same every step: Euler's disk's angles grow to 10⁵ rad over
-    10⁴ s). A rule's own increment form where it has one, else L_d(q0, q0 + Δq, h) (no gain)."""
+    """``L_inc(q0, Δq, h, q1=None)`` = L_d(q0, q0 + Δq, h): the discrete Lagrangian with the step's
+    increment as its argument, so that a step solved for Δq (rather than q1) computes the discrete
+    velocity Δq/h without the difference q1 − q0 of two large coordinates (whose rounding, ulp(q)/h,
+    is biased when Δq is nearly the same every step: Euler's disk's angles grow to 10⁵ rad over
+    10⁴ s). ``q1``: the right node the caller keeps (a compensated sum, q0 + Δq to round-off),
+    at which the rule evaluates its right-node terms; None: q0 + Δq. A rule's own increment form
+    where it has one, else L_d(q0, q0 + Δq, h) (no gain; with ``q1``, L_d(q0, q1, h))."""
     if isinstance(discrete_lagrangian, DiscreteLagrangian) and discrete_lagrangian.build_increment is not None:
         return discrete_lagrangian.build_increment(system)
     L_d, _ = resolve(discrete_lagrangian, system)
-    return lambda q0, dq, h: L_d(q0, q0 + dq, h)
+    return lambda q0, dq, h, q1=None: L_d(q0, _right(q0, dq, q1), h)
 
 
 def discrete_forces(discrete_lagrangian, system, increment: bool = False):
@@ -151,14 +163,15 @@ def discrete_forces(discrete_lagrangian, system, increment: bool = False):
     for the midpoint rule and a user's L_d, f_d⁻ = f_d⁺ = (h/2) f(q̄, Δq/h, t_k + h/2). Both are
     self-adjoint for the symmetric rules (f_d⁻(q1, q0, −h) = −f_d⁺(q0, q1, h)), so that the
     symmetric compositions keep their orders. The times are offsets on the engine's clock
-    (:mod:`dalembert.clock`). ``increment=True``: the same as ``fd(q0, Δq, h)`` with the
-    increment Δq = q1 − q0 as the second argument (:func:`increment_form`)."""
+    (:mod:`dalembert.clock`). ``increment=True``: the same as ``fd(q0, Δq, h, q1=None)`` with the
+    increment Δq = q1 − q0 as the second argument and the kept right node ``q1`` where the caller
+    passes one (:func:`increment_form`)."""
     a = discrete_lagrangian.potential_weight if isinstance(discrete_lagrangian, DiscreteLagrangian) else None
     if not getattr(system, "has_force", False):          # nothing to add: no operation traced
-        return lambda q0, q1, h: (0.0, 0.0)
+        return lambda q0, q1, h, q1_kept=None: (0.0, 0.0)
 
-    def fd(q0, x, h):
-        q1, v = (q0 + x, x / h) if increment else (x, (x - q0) / h)
+    def fd(q0, x, h, q1_kept=None):
+        q1, v = (_right(q0, x, q1_kept), x / h) if increment else (x, (x - q0) / h)
         if a is None:
             half = 0.5 * h * system.force(0.5 * (q0 + q1), v, 0.5 * h)
             return half, half

@@ -66,7 +66,8 @@ def _kick_drift_kick(system, factor_fn, a, rtol, max_iter, simplified=False):
     Δp = Δ₁ − (1 − a) h ∇V(q_{k+1}) − μ(q_{k+1})ᵀℓ, summed by Kahan's method when the state carries
     compensations (``compensated``, the default; a state built without them steps plainly)."""
     def step(state, h):
-        q, p, lam, c = state
+        q, p, lam = state.q, state.p, state.lam
+        c = getattr(state, "c", None)           # (a KeptMatrixState carries none)
         cq0, cp0 = (None, None) if c is None else c
         f = factor_fn(q)
         mu0 = system.constraint_matrix(q)
@@ -202,32 +203,69 @@ def _newton_step(system, factor_fn, L_inc, rtol, max_iter, fd, reuse=0, estimate
     10⁵ rad: the energy drifted 1e-6 relative in 50 s; docs/long_runs.md). Newton's test is
     rtol (1 + ‖(Δq, ℓ)‖∞), or updates that stopped contracting below ε‖q‖∞ (about q's ulp, where
     F's configuration terms stall; solved for q_{k+1} the test was rtol (1 + ‖q_{k+1}‖∞), 1e-9 at
-    10⁵ rad, and the last update's remainder drifted the energy 1e-8 in 50 s at h = 0.005)."""
-    grads = jax.grad(L_inc, argnums=(0, 1))      # (∂_q, ∂_Δq) L_inc from one reverse pass
+    10⁵ rad, and the last update's remainder drifted the energy 1e-8 in 50 s at h = 0.005).
 
+    The new momentum is kept as an increment too: adding the two momentum equations,
+    p_{k+1} = p_k + Δp with Δp = D1 L_d + D2 L_d + f_d⁻ + f_d⁺ − (μ(q_k) + μ(q_{k+1}))ᵀℓ
+    = ∂_q L_inc + f_d⁻ + f_d⁺ − (μ(q_k) + μ(q_{k+1}))ᵀℓ (the same map), whose rounding is ε
+    times the size of Δp's terms (O(h) forces) instead of ε|p_{k+1}|; the rounding of
+    D2 L_d − μ(q_{k+1})ᵀℓ, the same every step where the motion repeats itself in a rotating frame
+    (Euler's disk in its relative equilibrium), drifted the tilt α linearly, 1.5e-15 rad per
+    step (docs/long_runs.md). When the state carries compensations (``compensated``, the default)
+    q_k + Δq and p_k + Δp are Kahan sums, and the node constraint is solved at the summed
+    (q_{k+1}, p_{k+1}), the one the state keeps."""
     def step(state, h):
         q, p, lam = state.q, state.p, state.lam
+        c = getattr(state, "c", None)           # (a KeptMatrixState carries none)
+        cq0, cp0 = (None, None) if c is None else c
         n = q.shape[0]
         mu0 = system.constraint_matrix(q)
 
-        def residual_and_p_next(d, ell):
-            x = q + d
-            gq, gd = grads(q, d, h)
-            fm, fp = fd(q, d, h)
-            p1 = gd + fp - linalg.vm(ell, system.constraint_matrix(x))
-            return jnp.concatenate([gd - gq - fm - p + linalg.vm(ell, mu0),
-                                    _constraint(system, factor_fn(x), x, p1, h)]), p1
+        def node(q0, d, x_fixed):
+            """(q_{k+1}, c_q'): the right node the state keeps, q0 + Δq (a Kahan sum with the
+            compensation), or ``x_fixed`` with the compensation of its offset from q0 + Δq − c_q
+            (its value, with the derivatives of q0 + Δq)"""
+            if c is None:
+                return q0 + d, None
+            y = d - cq0
+            t = q0 + y
+            if x_fixed is not None:
+                t = x_fixed + (t - jax.lax.stop_gradient(t))
+            return t, (t - q0) - y
 
-        def F(u):
-            return residual_and_p_next(u[:n], u[n:])[0]
+        def residual_and_next(d, ell, x_fixed=None):
+            x, cq = node(q, d, x_fixed)
+            # (∂_q, ∂_Δq) L_inc from one reverse pass, the right node moving with q0 and Δq
+            gq, gd = jax.grad(lambda q0, dd: L_inc(q0, dd, h, None if c is None else node(q0, dd, x_fixed)[0]),
+                              argnums=(0, 1))(q, d)
+            fm, fp = fd(q, d, h, None if c is None else x)
+            dp = gq + fm + fp - linalg.vm(ell, mu0 + system.constraint_matrix(x))
+            p1, cp = compensated_add(p, dp, cp0)
+            return jnp.concatenate([gd - gq - fm - p + linalg.vm(ell, mu0),
+                                    _constraint(system, factor_fn(x), x, p1, h)]), (x, p1, cq, cp)
 
         ell0 = -0.5 * h * lam
         u0 = jnp.concatenate([h * factor_fn(q).solve(p - linalg.vm(ell0, mu0)), ell0])
         # (F's configuration terms see q + Δq only to ulp(q): an update that stalls below ε‖q‖∞ is accepted)
+        F = (lambda u: residual_and_next(u[:n], u[n:])[0])
         res, kept = _solve(F, u0, state, h, reuse, rtol=rtol, max_iter=max_iter, atol=_EPS * jnp.max(jnp.abs(q)),
-                        estimate=estimate)
-        d, ell = res.x[:n], res.x[n:]
-        return _state(q + d, residual_and_p_next(d, ell)[1], -(2.0 / h) * ell, kept), StepInfo.of(res)
+                           estimate=estimate)
+        if c is not None:
+            # the node where that iteration stalled, held: Newton on Δq at the kept node converges
+            # (a constant: the step's derivatives are those of the moving node, by the implicit function theorem)
+            x_fixed = jax.lax.stop_gradient(node(q, res.x[:n], None)[0])
+            res2 = newton(lambda u: residual_and_next(u[:n], u[n:], x_fixed)[0], res.x, rtol=rtol,
+                          max_iter=max_iter)
+            res = res2._replace(converged=res.converged & res2.converged, iterations=res.iterations + res2.iterations,
+                                cause=jnp.where(res.converged, res2.cause, res.cause))
+        else:
+            x_fixed = None
+        ell = res.x[n:]
+        x, p1, cq, cp = residual_and_next(res.x[:n], ell, x_fixed)[1]
+        if kept is not None:
+            return _state(x, p1, -(2.0 / h) * ell, kept), StepInfo.of(res)
+        return (MultiplierState(x, p1, -(2.0 / h) * ell, None if c is None else (cq, cp)),
+                StepInfo.of(res))
     return step
 
 
@@ -240,7 +278,11 @@ class SymmetricGNI(Method):
     (default True: on the kick–drift–kick path, the m × m Jacobian is evaluated once per step, at
     the guess from the last step's multiplier — cheaper than a full iteration, same tolerance;
     False: a full Newton iteration), ``compensated`` (default True: on the kick–drift–kick path,
-    the increments of q and p are summed by Kahan's method, :func:`~dalembert.methods.base.kahan_add`).
+    the increments of q and p are summed by Kahan's method, :func:`~dalembert.methods.base.kahan_add`),
+    ``compensated_newton`` (default False: on the Newton path for any G(q), without configuration
+    constraints, Kahan sums of q_k + Δq and p_k + Δp, and Newton finished at the kept node: Euler's
+    disk over 10⁴ s, α drifts 5.2e-11 rad against 2.3e-7 without; it costs about 40 % more a step
+    and a second Newton loop in the compiled step, docs/long_runs.md).
     On the Newton paths (a q-dependent G, configuration constraints): ``jacobian_reuse`` (default
     0, off: full Newton, a Jacobian per iteration): an int k ≥ 1 solves the step by simplified
     Newton with the matrix kept across steps — the matrix of an earlier step (same h) is tried
@@ -249,17 +291,22 @@ class SymmetricGNI(Method):
     composition each reuse their own, :class:`KeptMatrixState`); ``newton_estimate`` (default False): the
     Newton test on the estimated error θ/(1 − θ)|Δu| (:func:`~dalembert.solvers.newton.newton`,
     ``estimate``). Both: Hairer–Wanner, Solving ODEs II, §IV.8; the same roots to the Newton
-    tolerance (on the IFToMM bicycle: docs/benchmarks.md).
+    tolerance (on the IFToMM bicycle: docs/benchmarks.md). ``compensated_newton`` and
+    ``jacobian_reuse`` are not taken together (InputError).
     """
 
     discrete_lagrangian: Any = None
 
     def build(self, system, q0, *, fast_path: bool = True, rtol: float = RTOL,
               max_iter: int = MAX_ITER, simplified: bool = True, compensated: bool = True,
-              jacobian_reuse: int = 0, newton_estimate: bool = False) -> Scheme:
+              compensated_newton: bool = False, jacobian_reuse: int = 0,
+              newton_estimate: bool = False) -> Scheme:
         if not (isinstance(jacobian_reuse, int) and 0 <= jacobian_reuse <= max_iter):
             raise InputError(f"jacobian_reuse must be an int from 0 (off) to max_iter = {max_iter}; "
                              f"got {jacobian_reuse!r}")
+        if compensated_newton and jacobian_reuse:
+            raise InputError("compensated_newton=True and jacobian_reuse are not taken together; "
+                             "pass one of them")
         L_d, a = dls.resolve(self.discrete_lagrangian, system)
         fd = dls.discrete_forces(self.discrete_lagrangian, system)
         factor_fn = system.factor_metric
@@ -280,6 +327,8 @@ class SymmetricGNI(Method):
                                 max_iter, dls.discrete_forces(self.discrete_lagrangian, system, increment=True),
                                 jacobian_reuse, newton_estimate)
             d = n + m
+            if compensated_newton:
+                init = with_compensation(init)
         if jacobian_reuse and d:
             init = _kept_matrix_init(init, d)
         return Scheme(init, step, multiplier_observe(factor_fn))

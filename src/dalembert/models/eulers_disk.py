@@ -179,7 +179,8 @@ def _build(p):
     return Model("eulers-disk", p, system, q0, v0, ("psi", "theta", "phi", "x", "y"), SOURCE,
                  path=(3, 4), exact_solution=_exact(p, system) if conservative else None,
                  invariants={"energy": system.energy} if conservative else {},
-                 default_method="nh-rattle-4", default_h=_round_step(0.05 / Om), default_t_final=10.0,
+                 default_method="nh-rattle-4", default_options={"compensated_newton": True},
+                 default_h=_round_step(0.05 / Om), default_t_final=10.0,
                  convergence_methods=("nh-rattle-sym", "nh-rattle-4"),
                  notes="The relative equilibrium Ω² sin α = 4g/a with the centre at rest (α = π/2 − θ the "
                        "angle between disk and table, Ω = dψ/dt); the exact solution is that motion "
