@@ -807,8 +807,12 @@ class NonholonomicSystem(StateForce, SystemKind):
             if value is not None and len(value) != n:
                 raise InputError(f"{key} has {len(value)} entries but q0 has {n} coordinates; give one per coordinate")
         self._check_shapes(q)
-        if isinstance(project, bool) and v0 is not None:
-            v = self._passes(q, v0, tol)      # a valid state: nothing to project, no error to name
+        # a valid state: nothing to project, no error to name. Not on the system's first check: the
+        # one-call test is a second compiled program (with its LAPACK calls, 0.3–0.4 s to compile),
+        # worth it for a system checked again and again, not for a first call (whose checks compile
+        # _evaluate_all below, which they need anyway)
+        if isinstance(project, bool) and v0 is not None and getattr(self, "_eval_all", None) is not None:
+            v = self._passes(q, v0, tol)
             if v is not None:
                 if self.has_force:
                     self._check_force(q, v)
