@@ -484,19 +484,15 @@ def test_compiled_check_accepts_only_what_the_full_checks_accept():
     np.testing.assert_array_equal(s.check(q, near)[1], near)
     with pytest.raises(ConstraintViolationError):
         s.check(q, V0 + np.array([0.0, 0.0, 2e-10]))
-    for c, ok in ((5e-14, True), (5e-15, False)):       # λ_min / λ_max against DEFINITENESS_RTOL = 1e-14
-        sc = make(mass_matrix=np.diag([1.0, 1.0, c]))
+    cases = [(np.diag([1.0, 1.0, c]), ok, "positive definite")      # λ_min / λ_max against DEFINITENESS_RTOL = 1e-14
+             for c, ok in ((5e-14, True), (5e-15, False))]
+    cases += [(lambda q, d=d: jnp.eye(3).at[0, 1].add(d), ok, "symmetric")   # max |G − Gᵀ| against SYMMETRY_RTOL = 1e-12
+              for d, ok in ((0.7e-12, True), (2e-12, False))]
+    for G, ok, what in cases:
+        sc = make(mass_matrix=G)
         assert sc._passes(q, v, 1e-10) is None
         if ok:
             np.testing.assert_array_equal(sc.check(q, v)[1], v)
         else:
-            with pytest.raises(SystemDefinitionError, match="positive definite"):
+            with pytest.raises(SystemDefinitionError, match=what):
                 sc.check(q, v)
-    for d, ok in ((0.7e-12, True), (2e-12, False)):     # max |G − Gᵀ| against SYMMETRY_RTOL = 1e-12
-        sd = make(mass_matrix=lambda q, d=d: jnp.eye(3).at[0, 1].add(d))
-        assert sd._passes(q, v, 1e-10) is None
-        if ok:
-            np.testing.assert_array_equal(sd.check(q, v)[1], v)
-        else:
-            with pytest.raises(SystemDefinitionError, match="symmetric"):
-                sd.check(q, v)
