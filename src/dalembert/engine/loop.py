@@ -6,9 +6,10 @@ is one ahead-of-time compiled function — loops over blocks of saved nodes, ove
 block and over the ``save_every`` steps of a node (see :func:`make_chunk` for why three) — so no
 Python statement runs per step, memory stays bounded and a progress bar can move between chunks.
 The number of active nodes and the steps per node are runtime arguments: one compiled chunk
-serves every run length and every ``save_every`` of a (system, method, options) — two for single
-runs: a short run (at most :data:`SHORT_CHUNK_SAVES` nodes) has a chunk of its own, whose output
-buffer is small (:func:`single_chunk_saves`).
+serves every run length and every ``save_every`` of a (system, method, options) — for a small
+program's single runs two: a short run (at most :data:`SHORT_CHUNK_SAVES` nodes) has a chunk of
+its own, whose output buffer is small (:func:`single_chunk_saves`,
+:class:`~dalembert.engine.programs.ChunkPrograms`).
 
 Failures: a step whose Newton solve does not converge, or whose new state or energy is not finite
 (checked at every step), freezes the state (the other node outputs, and the system's own
@@ -369,7 +370,7 @@ def _converged_of_trace(step, args):
     traced = getattr(step, "traced", None)
     if traced is None:
         return None
-    closed, in_tree, avals, out_tree, u_shape = traced
+    closed, in_tree, avals, out_tree = traced
     leaves, tree = jax.tree_util.tree_flatten(_shapes(args))
     if tree != in_tree or [(tuple(x.shape), jnp.dtype(x.dtype)) for x in leaves] != avals:
         return None

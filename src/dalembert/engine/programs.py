@@ -205,8 +205,8 @@ def single_run_programs(system, method, options: dict, state0: tuple, h, short: 
     (see :func:`dalembert.engine.loop.make_chunk`), with
     :func:`~dalembert.engine.loop.single_chunk_saves` nodes: the full chunk, or with ``short`` the
     chunk of a short run (:data:`~dalembert.engine.loop.SHORT_CHUNK_SAVES` nodes, whose output
-    buffer costs little to zero at each call); each is compiled on its first use, and the two serve
-    every run length. For a system marked by
+    buffer costs little to zero at each call) for a small program; each is compiled on its first
+    use, and they serve every run length (:class:`ChunkPrograms`). For a system marked by
     :func:`parametrised` (and a method without a view), the programs take its float parameters as
     arguments (:func:`_parametrised_programs`). A system with a concrete (N, c) control array
     (:func:`runtime_controls`) gives it to both programs as an argument: they are compiled once
@@ -436,7 +436,7 @@ def once(fn, *specs):
             flat = [jnp.asarray(now, jnp.float64)] + flat
         return jax.tree_util.tree_unflatten(out_tree, jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *flat))
     call.out_shape = _shapes_of(out_shape)
-    call.traced = (closed, in_tree, avals, out_tree, u_shape)
+    call.traced = (closed, in_tree, avals, out_tree)
     return call
 
 

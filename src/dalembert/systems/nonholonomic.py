@@ -38,8 +38,8 @@ from .torque import StateForce
 # helpers
 # ---------------------------------------------------------------------------------------------
 
-#: Value checks of an initial state (:meth:`NonholonomicSystem.check` and its vectorised twin
-#: :meth:`NonholonomicSystem.initial_states_ok`): max |G − Gᵀ| ≤ SYMMETRY_RTOL · max(1, max |G|);
+#: Value checks of an initial state (:meth:`NonholonomicSystem.check`; compiled, with margins, in
+#: :meth:`NonholonomicSystem._passes_values`, which ``initial_states_ok`` vmaps): max |G − Gᵀ| ≤ SYMMETRY_RTOL · max(1, max |G|);
 #: λ_min(G) > DEFINITENESS_RTOL · |λ_max(G)|; σ_min(μ) > RANK_RTOL · σ_max(μ).
 SYMMETRY_RTOL = 1e-12
 DEFINITENESS_RTOL = 1e-14
@@ -692,8 +692,9 @@ class NonholonomicSystem(StateForce, SystemKind):
         return v if bool(self._passes_all(q, v, np.float64(clock.now()[0]), np.float64(tol))) else None
 
     def initial_states_ok(self, q0s, v0s, *, tol: float = 1e-10):
-        """Which of B initial states pass every value check of :meth:`check` (after its shape
-        checks passed for one of them): a (B,) bool array, computed in one vectorised call.
+        """Which of B initial states pass every value check of :meth:`check` with the margins of
+        :meth:`_passes` (after its shape checks passed for one of them): a (B,) bool array,
+        computed in one vectorised call.
 
         For ``dl.ensemble``: the members flagged False are checked one by one (for the error
         message, or the projection); the others are used as given. Conservative: False also for
@@ -703,28 +704,12 @@ class NonholonomicSystem(StateForce, SystemKind):
         v = np.asarray(v0s, np.float64)
         if q.ndim != 2 or v.shape != q.shape or q.shape[1] not in self.__dict__.get("_shapes_ok", ()):
             return np.zeros(q.shape[0] if q.ndim else 0, bool)
-        if getattr(self, "_eval_all_batch", None) is None:
-            self._eval_all_batch = jax.jit(jax.vmap(self._values))
         if self._phi is not None:     # the configuration constraints are checked member by member
             return np.zeros(q.shape[0], bool)
+        if getattr(self, "_passes_batch", None) is None:   # the test of _passes, vmapped
+            self._passes_batch = jax.jit(jax.vmap(self._passes_values, in_axes=(0, 0, None, None)))
         from .. import clock
-        G, V, mu, nu, dV, _ = (np.asarray(a) for a in self._eval_all_batch(
-            jnp.asarray(q), jnp.full(q.shape[0], np.float64(clock.now()[0]))))
-        B = q.shape[0]
-        ok = np.isfinite(q).all(1) & np.isfinite(v).all(1)
-        for a in (G, V, mu, nu, dV):
-            ok &= np.isfinite(a.reshape(B, -1)).all(1)
-        G = np.where(ok[:, None, None], G, np.eye(G.shape[-1]))        # keep the batched LAPACK calls finite
-        mu = np.where(ok[:, None, None], mu, 1.0)
-        scale = np.maximum(1.0, np.abs(G).reshape(B, -1).max(1))
-        ok &= np.abs(G - np.swapaxes(G, 1, 2)).reshape(B, -1).max(1) <= SYMMETRY_RTOL * scale
-        eig = np.linalg.eigvalsh(G)
-        ok &= eig[:, 0] > DEFINITENESS_RTOL * np.maximum(np.abs(eig[:, -1]), 1e-300)
-        sv = np.linalg.svd(mu, compute_uv=False)
-        ok &= sv[:, -1] > RANK_RTOL * np.maximum(sv[:, 0], 1e-300)
-        res = np.einsum("bij,bj->bi", mu, np.where(ok[:, None], v, 0.0)) - nu.reshape(B, -1)
-        ok &= np.abs(res).max(1) <= tol * np.maximum(1.0, np.abs(v).max(1))
-        return ok
+        return np.asarray(self._passes_batch(q, v, np.float64(clock.now()[0]), np.float64(tol)))
 
     @staticmethod
     def _timed_callable(fn, takes_t):
